@@ -1,0 +1,1 @@
+"""Thin Hydra entry points, one per algorithm: `python -m experiments.<algo>`."""

@@ -1,0 +1,1 @@
+"""stoix_like: a Hydra-driven reinforcement-learning framework in JAX."""

@@ -1,0 +1,92 @@
+"""brax (0.14) environments behind the stoix_like Environment API.
+
+Only `brax.envs` is used. brax's `EpisodeWrapper` would fold the time limit into `done` (keeping the
+distinction only in `info["truncation"]`), so the adapter wraps the raw env and counts steps itself:
+brax's `done` is then natural termination only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stoix_like.envs.environment import ContinuousActionSpace, Environment
+from stoix_like.envs.wrappers import restart, transition
+from stoix_like.errors import ConfigError
+from stoix_like.types import Array, Observation, PRNGKey, TimeStep
+
+
+class BraxState(NamedTuple):
+    env_state: Any  # brax.envs.State
+    step_count: Array  # int32
+
+
+class BraxAdapter(Environment):
+    """A brax env with a time limit and no auto-reset.
+
+    Args:
+        name: a brax env name, e.g. "ant".
+        episode_length: the time limit; reaching it is a truncation (discount 1).
+        backend: the physics pipeline ("spring", "positional", "generalized", "mjx"); "spring" is the
+            fastest on CPU.
+        **env_kwargs: passed to `brax.envs.get_environment`.
+    """
+
+    def __init__(self, name: str, episode_length: int = 1000, backend: str = "spring", **env_kwargs: Any):
+        from brax import envs as brax_envs  # lazily: importing stoix_like must not import brax
+
+        available = _registered_brax_envs(brax_envs)
+        if name not in available:
+            raise ConfigError(f"Unknown brax environment {name!r}. Available: {', '.join(sorted(available))}")
+        self._env = brax_envs.get_environment(name, backend=backend, **env_kwargs)
+        self._episode_length = int(episode_length)
+        self.name = name
+        action_size = int(self._env.action_size)
+        self._action_space = ContinuousActionSpace(
+            low=-np.ones((action_size,), np.float32), high=np.ones((action_size,), np.float32)
+        )
+        # brax's observation_size runs an eager (unjitted) reset, ~8 s on CPU; tracing one is instant.
+        obs = jax.eval_shape(self._env.reset, jax.random.PRNGKey(0)).obs
+        self._observation_shape = (int(np.prod(obs.shape)),)
+
+    def reset(self, key: PRNGKey) -> Tuple[BraxState, TimeStep]:
+        env_state = self._env.reset(key)
+        step_count = jnp.zeros((), jnp.int32)
+        return BraxState(env_state, step_count), restart(self._observation(env_state.obs, step_count))
+
+    def step(self, state: BraxState, action: Array) -> Tuple[BraxState, TimeStep]:
+        # brax does not bound actions itself; a Gaussian policy's samples can leave the box.
+        action = jnp.clip(action, -1.0, 1.0)
+        env_state = self._env.step(state.env_state, action)
+        step_count = state.step_count + 1
+        terminated = env_state.done > 0.5  # brax's done is a float
+        truncated = step_count >= self._episode_length
+        timestep = transition(env_state.reward, terminated, truncated, self._observation(env_state.obs, step_count))
+        return BraxState(env_state, step_count), timestep
+
+    def _observation(self, obs: Array, step_count: Array) -> Observation:
+        return Observation(
+            agent_view=jnp.ravel(obs).astype(jnp.float32),
+            action_mask=jnp.ones((1,), bool),
+            step_count=step_count,
+        )
+
+    @property
+    def action_space(self) -> ContinuousActionSpace:
+        return self._action_space
+
+    @property
+    def observation_shape(self) -> Tuple[int, ...]:
+        return self._observation_shape
+
+    @property
+    def max_episode_steps(self) -> int:
+        return self._episode_length
+
+
+def _registered_brax_envs(brax_envs: Any) -> list:
+    # brax keeps its registry in a private dict; there is no public listing function.
+    return list(getattr(brax_envs, "_envs", {}).keys())

@@ -1,0 +1,51 @@
+"""`make(env_config) -> (train_env, eval_env)`: the one place that turns an env config into environments."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Mapping, Tuple
+
+from stoix_like.envs.environment import Environment
+from stoix_like.envs.wrappers import AutoReset, EpisodeMetrics, NextObservation
+from stoix_like.errors import ConfigError
+
+# suite -> (module, adapter class). Modules are imported on demand so that a gymnax run never imports brax.
+_ADAPTERS = {
+    "gymnax": ("stoix_like.envs.gymnax_adapter", "GymnaxAdapter"),
+    "brax": ("stoix_like.envs.brax_adapter", "BraxAdapter"),
+    "jumanji": ("stoix_like.envs.jumanji_adapter", "JumanjiAdapter"),
+}
+AVAILABLE_SUITES = tuple(_ADAPTERS)
+
+
+def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
+    """Builds the train and eval envs that `env_config` describes.
+
+    Args:
+        env_config: a DictConfig or dict with `suite`, `scenario.name` and `kwargs` (passed to the adapter).
+
+    Returns:
+        (train_env, eval_env), both unbatched (wrap them in `VmapWrapper`).
+        train_env = AutoReset(EpisodeMetrics(adapter)); eval_env = NextObservation(EpisodeMetrics(adapter)):
+        the same TimeStep structure (`extras` = {"episode_metrics", "next_obs"}), but eval never auto-resets.
+    """
+    suite = env_config["suite"]
+    if suite not in _ADAPTERS:
+        raise ConfigError(f"Unknown env suite {suite!r}. Available suites: {', '.join(AVAILABLE_SUITES)}")
+    module_name, class_name = _ADAPTERS[suite]
+    adapter_class = getattr(importlib.import_module(module_name), class_name)
+
+    kwargs = _to_plain_dict(env_config.get("kwargs") or {})
+    adapter = adapter_class(env_config["scenario"]["name"], **kwargs)
+    return AutoReset(EpisodeMetrics(adapter)), NextObservation(EpisodeMetrics(adapter))
+
+
+def _to_plain_dict(kwargs: Mapping[str, Any]) -> dict:
+    # Suites check argument types (e.g. tuples vs OmegaConf ListConfig), so they get plain Python containers.
+    try:
+        from omegaconf import DictConfig, OmegaConf
+    except ImportError:  # pragma: no cover - omegaconf ships with hydra
+        return dict(kwargs)
+    if isinstance(kwargs, DictConfig):
+        return OmegaConf.to_container(kwargs, resolve=True)
+    return dict(kwargs)

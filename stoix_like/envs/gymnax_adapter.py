@@ -1,0 +1,96 @@
+"""gymnax (1.0) environments behind the stoix_like Environment API.
+
+gymnax's own `step` auto-resets and substitutes the reset observation, so the adapter calls the non-resetting
+`step_env` and asks `is_truncated` about the time limit itself, exactly as `gymnax.Environment.step` does
+internally. In gymnax 1.0 `step_env`'s `done` is natural termination only (the time limit is no longer part of
+it), which is what makes termination and truncation separable here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, NamedTuple, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace, Environment
+from stoix_like.envs.wrappers import restart, transition
+from stoix_like.errors import ConfigError
+from stoix_like.types import Array, Observation, PRNGKey, TimeStep
+
+
+class GymnaxState(NamedTuple):
+    env_state: Any  # the gymnax EnvState; its `time` field is the step within the episode
+    key: PRNGKey  # gymnax transitions take a key (some are stochastic)
+
+
+class GymnaxAdapter(Environment):
+    """A gymnax env without auto-reset.
+
+    Args:
+        name: a gymnax id, e.g. "CartPole-v1".
+        env_params: overrides of the env's default EnvParams, e.g. {"max_steps_in_episode": 1000}.
+        **env_kwargs: passed to `gymnax.make`.
+    """
+
+    def __init__(self, name: str, env_params: Optional[Mapping[str, Any]] = None, **env_kwargs: Any):
+        import gymnax  # lazily: importing stoix_like must not import every suite
+        from gymnax.environments import spaces
+
+        if name not in gymnax.registered_envs:
+            raise ConfigError(
+                f"Unknown gymnax environment {name!r}. Available: {', '.join(sorted(gymnax.registered_envs))}"
+            )
+        self._env, params = gymnax.make(name, **env_kwargs)
+        self._params = params.replace(**dict(env_params or {}))
+        self.name = name
+
+        space = self._env.action_space(self._params)
+        if isinstance(space, spaces.Discrete):
+            self._action_space = DiscreteActionSpace(num_actions=int(space.n))
+        elif isinstance(space, spaces.Box):
+            shape = tuple(space.shape)
+            self._action_space = ContinuousActionSpace(
+                low=np.broadcast_to(np.asarray(space.low, np.float32), shape).copy(),
+                high=np.broadcast_to(np.asarray(space.high, np.float32), shape).copy(),
+            )
+        else:
+            raise ConfigError(f"gymnax {name!r} has a {type(space).__name__} action space; only Discrete and Box work")
+
+        self._observation_shape = (int(np.prod(self._env.observation_space(self._params).shape)),)
+
+    def reset(self, key: PRNGKey) -> Tuple[GymnaxState, TimeStep]:
+        key, reset_key = jax.random.split(key)
+        obs, env_state = self._env.reset_env(reset_key, self._params)
+        return GymnaxState(env_state, key), restart(self._observation(obs, env_state))
+
+    def step(self, state: GymnaxState, action: Array) -> Tuple[GymnaxState, TimeStep]:
+        key, step_key = jax.random.split(state.key)
+        obs, env_state, reward, terminated, _ = self._env.step_env(step_key, state.env_state, action, self._params)
+        truncated = self._env.is_truncated(env_state, self._params)
+        timestep = transition(reward, terminated, truncated, self._observation(obs, env_state))
+        return GymnaxState(env_state, key), timestep
+
+    def _observation(self, obs: Array, env_state: Any) -> Observation:
+        if isinstance(self._action_space, DiscreteActionSpace):
+            action_mask = jnp.ones((self._action_space.num_actions,), bool)
+        else:
+            action_mask = jnp.ones((1,), bool)
+        return Observation(
+            agent_view=jnp.ravel(obs).astype(jnp.float32),
+            action_mask=action_mask,
+            step_count=jnp.asarray(env_state.time, jnp.int32),
+        )
+
+    @property
+    def action_space(self):
+        return self._action_space
+
+    @property
+    def observation_shape(self) -> Tuple[int, ...]:
+        return self._observation_shape
+
+    @property
+    def max_episode_steps(self) -> int:
+        return int(self._params.max_steps_in_episode)

@@ -1,0 +1,120 @@
+"""jumanji (1.1) environments behind the stoix_like Environment API.
+
+jumanji marks an episode that hits its own `time_limit` with `termination()`, i.e. discount 0 (Snake does:
+`done = ~is_valid | snake_completed | (step_count >= time_limit)`), which would stop returns from
+bootstrapping on what is really a truncation. So where the env takes a `time_limit` argument the adapter
+rebuilds it with a limit one step past ours and truncates itself: every LAST that jumanji then emits is a true
+end of episode, and ours keeps discount 1. Envs with no time limit (Game2048) get one from
+`max_episode_steps`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, NamedTuple, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+
+from stoix_like.envs.environment import DiscreteActionSpace, Environment
+from stoix_like.envs.wrappers import restart, transition
+from stoix_like.errors import ConfigError
+from stoix_like.types import Array, Observation, PRNGKey, StepType, TimeStep
+
+DEFAULT_MAX_EPISODE_STEPS = 2000
+
+# Fields of a jumanji observation that do not go into the flat agent_view: they have fields of their own.
+_NOT_IN_AGENT_VIEW = ("action_mask", "step_count")
+
+
+class JumanjiState(NamedTuple):
+    env_state: Any
+    step_count: Array  # int32; not every jumanji env counts steps
+
+
+class JumanjiAdapter(Environment):
+    """A jumanji env with a flat float32 agent_view, jumanji's action mask and a truncating time limit.
+
+    Args:
+        name: a jumanji id, e.g. "Snake-v1".
+        max_episode_steps: the time limit. Default: the env's own `time_limit` if it has one, else 2000.
+        **env_kwargs: passed to `jumanji.make`.
+    """
+
+    def __init__(self, name: str, max_episode_steps: Optional[int] = None, **env_kwargs: Any):
+        import jumanji  # lazily: importing stoix_like must not import jumanji
+        from jumanji import specs
+
+        available = jumanji.registered_environments()
+        if name not in available:
+            raise ConfigError(f"Unknown jumanji environment {name!r}. Available: {', '.join(sorted(available))}")
+        env = jumanji.make(name, **env_kwargs)
+
+        suite_time_limit = getattr(env, "time_limit", None)
+        if max_episode_steps is None:
+            max_episode_steps = suite_time_limit if suite_time_limit is not None else DEFAULT_MAX_EPISODE_STEPS
+        self._max_episode_steps = int(max_episode_steps)
+        if "time_limit" in inspect.signature(type(env).__init__).parameters:
+            env = jumanji.make(name, **{**env_kwargs, "time_limit": self._max_episode_steps + 1})
+        self._env = env
+        self.name = name
+
+        action_spec = env.action_spec
+        if not isinstance(action_spec, specs.DiscreteArray):
+            raise ConfigError(
+                f"jumanji {name!r} has a {type(action_spec).__name__} action spec; only DiscreteArray is supported"
+            )
+        self._action_space = DiscreteActionSpace(num_actions=int(action_spec.num_values))
+        agent_view = jax.eval_shape(lambda key: self.reset(key)[1].observation.agent_view, jax.random.PRNGKey(0))
+        self._observation_shape = tuple(agent_view.shape)
+
+    def reset(self, key: PRNGKey) -> Tuple[JumanjiState, TimeStep]:
+        env_state, suite_timestep = self._env.reset(key)
+        step_count = jnp.zeros((), jnp.int32)
+        return JumanjiState(env_state, step_count), restart(self._observation(suite_timestep.observation, step_count))
+
+    def step(self, state: JumanjiState, action: Array) -> Tuple[JumanjiState, TimeStep]:
+        env_state, suite_timestep = self._env.step(state.env_state, action)
+        step_count = state.step_count + 1
+        suite_last = suite_timestep.step_type == StepType.LAST  # jumanji uses the same 0/1/2 codes
+        # A LAST from jumanji is a true end (its own time limit sits past ours), unless it used truncation().
+        terminated = suite_last & (suite_timestep.discount == 0.0)
+        truncated = (suite_last & ~terminated) | (step_count >= self._max_episode_steps)
+        observation = self._observation(suite_timestep.observation, step_count)
+        return JumanjiState(env_state, step_count), transition(suite_timestep.reward, terminated, truncated, observation)
+
+    def _observation(self, suite_observation: Any, step_count: Array) -> Observation:
+        fields = _fields(suite_observation)
+        view_parts = [
+            jnp.ravel(leaf).astype(jnp.float32)
+            for field_name, value in fields.items()
+            if field_name not in _NOT_IN_AGENT_VIEW
+            for leaf in jax.tree_util.tree_leaves(value)
+        ]
+        if "action_mask" in fields:
+            action_mask = jnp.asarray(fields["action_mask"], bool).reshape(self._action_space.num_actions)
+        else:
+            action_mask = jnp.ones((self._action_space.num_actions,), bool)
+        return Observation(agent_view=jnp.concatenate(view_parts), action_mask=action_mask, step_count=step_count)
+
+    @property
+    def action_space(self) -> DiscreteActionSpace:
+        return self._action_space
+
+    @property
+    def observation_shape(self) -> Tuple[int, ...]:
+        return self._observation_shape
+
+    @property
+    def max_episode_steps(self) -> int:
+        return self._max_episode_steps
+
+
+def _fields(observation: Any) -> dict:
+    """The named fields of a jumanji observation (a NamedTuple or a dataclass), in declaration order."""
+    if hasattr(observation, "_asdict"):
+        return dict(observation._asdict())
+    if dataclasses.is_dataclass(observation):
+        return {field.name: getattr(observation, field.name) for field in dataclasses.fields(observation)}
+    return {"observation": observation}

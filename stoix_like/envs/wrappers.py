@@ -1,0 +1,157 @@
+"""Wrappers that every suite shares, and the two TimeStep constructors every adapter uses.
+
+Train env: `AutoReset(EpisodeMetrics(adapter))`. Eval env: `NextObservation(EpisodeMetrics(adapter))`, which has
+the same TimeStep structure but leaves resetting to the evaluator. Both are unbatched; `VmapWrapper` batches.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Tuple
+
+import jax
+import jax.numpy as jnp
+
+from stoix_like.envs.environment import Environment, Wrapper
+from stoix_like.types import Array, EnvState, Observation, PRNGKey, StepType, TimeStep
+
+
+# --------------------------------------------------------------------------------------------------------------
+# TimeStep constructors shared by the adapters, so that dtypes and the discount convention live in one place.
+
+
+def restart(observation: Observation) -> TimeStep:
+    """The FIRST TimeStep of an episode: reward 0, discount 1."""
+    return TimeStep(
+        step_type=jnp.asarray(StepType.FIRST, jnp.int8),
+        reward=jnp.zeros((), jnp.float32),
+        discount=jnp.ones((), jnp.float32),
+        observation=observation,
+        extras={},
+    )
+
+
+def transition(reward: Array, terminated: Array, truncated: Array, observation: Observation) -> TimeStep:
+    """A MID or LAST TimeStep.
+
+    Termination wins over truncation when both happen on the same step: the episode truly ended, so there is
+    nothing to bootstrap from (discount 0). Truncation alone keeps discount 1.
+    """
+    terminated = jnp.asarray(terminated, bool)
+    episode_over = terminated | jnp.asarray(truncated, bool)
+    return TimeStep(
+        step_type=jnp.where(episode_over, StepType.LAST, StepType.MID).astype(jnp.int8),
+        reward=jnp.asarray(reward, jnp.float32).reshape(()),
+        discount=jnp.where(terminated, 0.0, 1.0).astype(jnp.float32),
+        observation=observation,
+        extras={},
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Wrappers
+
+
+class EpisodeMetricsState(NamedTuple):
+    env_state: EnvState
+    episode_return: Array  # float32, running return of the current episode
+    episode_length: Array  # int32, steps taken in the current episode
+
+
+class EpisodeMetrics(Wrapper):
+    """Adds `extras["episode_metrics"]` to every TimeStep.
+
+    On a LAST step the values are the finished episode's totals, on other steps the running values; the dict
+    has the same keys and dtypes on reset and step so that the TimeStep pytree never changes structure.
+    """
+
+    def reset(self, key: PRNGKey) -> Tuple[EpisodeMetricsState, TimeStep]:
+        env_state, timestep = self._env.reset(key)
+        state = EpisodeMetricsState(env_state, jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32))
+        metrics = _episode_metrics(state, timestep)
+        return state, timestep._replace(extras={**timestep.extras, "episode_metrics": metrics})
+
+    def step(self, state: EpisodeMetricsState, action: Array) -> Tuple[EpisodeMetricsState, TimeStep]:
+        env_state, timestep = self._env.step(state.env_state, action)
+        # No zeroing on LAST: whoever continues after a LAST step calls reset, which starts from zero.
+        state = EpisodeMetricsState(
+            env_state,
+            state.episode_return + timestep.reward.astype(jnp.float32),
+            state.episode_length + 1,
+        )
+        metrics = _episode_metrics(state, timestep)
+        return state, timestep._replace(extras={**timestep.extras, "episode_metrics": metrics})
+
+
+def _episode_metrics(state: EpisodeMetricsState, timestep: TimeStep) -> dict:
+    is_terminal_step = timestep.step_type == StepType.LAST
+    return {
+        "episode_return": state.episode_return,
+        "episode_length": state.episode_length,
+        "is_terminal_step": is_terminal_step,
+        "ended_by_termination": is_terminal_step & (timestep.discount == 0.0),
+    }
+
+
+class NextObservation(Wrapper):
+    """Sets `extras["next_obs"] = observation` without resetting, so eval timesteps match train timesteps."""
+
+    def reset(self, key: PRNGKey) -> Tuple[EnvState, TimeStep]:
+        state, timestep = self._env.reset(key)
+        return state, _with_next_obs(timestep, timestep.observation)
+
+    def step(self, state: EnvState, action: Array) -> Tuple[EnvState, TimeStep]:
+        state, timestep = self._env.step(state, action)
+        return state, _with_next_obs(timestep, timestep.observation)
+
+
+class AutoResetState(NamedTuple):
+    env_state: EnvState
+    key: PRNGKey  # consumed by the resets this wrapper performs
+
+
+class AutoReset(Wrapper):
+    """Resets the inner env right after a LAST step.
+
+    The returned TimeStep keeps the LAST step's step_type, reward, discount and extras (so episode metrics
+    describe the finished episode) but carries the reset observation, which is what the agent acts on next.
+    The observation the step really produced is kept in `extras["next_obs"]` so that a truncated episode can
+    bootstrap from it. `extras["next_obs"]` is present on every TimeStep, reset included.
+    """
+
+    def reset(self, key: PRNGKey) -> Tuple[AutoResetState, TimeStep]:
+        key, reset_key = jax.random.split(key)
+        env_state, timestep = self._env.reset(reset_key)
+        return AutoResetState(env_state, key), _with_next_obs(timestep, timestep.observation)
+
+    def step(self, state: AutoResetState, action: Array) -> Tuple[AutoResetState, TimeStep]:
+        env_state, timestep = self._env.step(state.env_state, action)
+        key, reset_key = jax.random.split(state.key)
+        reset_env_state, reset_timestep = self._env.reset(reset_key)
+
+        # A select rather than lax.cond: training always runs under vmap, where a cond on a batched predicate
+        # becomes a select over both branches anyway, so the reset is paid for every step either way; the
+        # select just says so and keeps the unbatched and batched code paths identical.
+        episode_over = timestep.last()
+        env_state = _select(episode_over, reset_env_state, env_state)
+        observation = _select(episode_over, reset_timestep.observation, timestep.observation)
+
+        timestep = _with_next_obs(timestep._replace(observation=observation), timestep.observation)
+        return AutoResetState(env_state, key), timestep
+
+
+class VmapWrapper(Wrapper):
+    """Batches an unbatched env: `reset(keys)` with keys of shape (num_envs, 2); `step(states, actions)`."""
+
+    def reset(self, keys: PRNGKey) -> Tuple[EnvState, TimeStep]:
+        return jax.vmap(self._env.reset)(keys)
+
+    def step(self, states: EnvState, actions: Array) -> Tuple[EnvState, TimeStep]:
+        return jax.vmap(self._env.step)(states, actions)
+
+
+def _with_next_obs(timestep: TimeStep, next_obs: Observation) -> TimeStep:
+    return timestep._replace(extras={**timestep.extras, "next_obs": next_obs})
+
+
+def _select(predicate: Array, on_true: Any, on_false: Any) -> Any:
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(predicate, x, y), on_true, on_false)

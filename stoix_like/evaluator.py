@@ -1,0 +1,79 @@
+"""Evaluation: exactly `num_episodes` episodes, whatever the device count, each capped at the env's limit.
+
+Episodes are spread over the local devices with padding; padded slots are masked out on the host, so the
+statistics cover exactly the requested episodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stoix_like import parallel
+from stoix_like.envs.environment import Environment
+from stoix_like.envs.wrappers import VmapWrapper
+
+# policy(eval_params, observation, key) -> env action, for a batch of observations
+EvalPolicy = Callable[[Any, Any, jax.Array], jax.Array]
+
+
+class EpisodeStatistics(NamedTuple):
+    episode_return: jax.Array
+    episode_length: jax.Array
+
+
+def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int) -> Callable:
+    """Returns `evaluate(eval_params, key) -> dict of per-episode numpy arrays` (length `num_episodes`)."""
+    n_local = parallel.local_device_count()
+    per_device = -(-num_episodes // n_local)  # ceil: pad, then mask on the host
+    batched_env = VmapWrapper(eval_env)
+    max_steps = eval_env.max_episode_steps
+
+    def run_episodes(eval_params: Any, key: jax.Array) -> EpisodeStatistics:
+        reset_key, policy_key = jax.random.split(key)
+        env_state, timestep = batched_env.reset(jax.random.split(reset_key, per_device))
+
+        def not_finished(carry):
+            _, _, done, _, _, t = carry
+            return jnp.logical_and(~jnp.all(done), t < max_steps)
+
+        def one_step(carry):
+            env_state, timestep, done, returns, lengths, t = carry
+            action = policy(eval_params, timestep.observation, jax.random.fold_in(policy_key, t))
+            env_state, timestep = batched_env.step(env_state, action)
+            # an episode's totals freeze at its first LAST step; later steps of that env are discarded
+            returns = returns + jnp.where(done, 0.0, timestep.reward)
+            lengths = lengths + jnp.where(done, 0, 1)
+            done = done | timestep.last()
+            return env_state, timestep, done, returns, lengths, t + 1
+
+        init = (env_state, timestep, jnp.zeros(per_device, bool), jnp.zeros(per_device, jnp.float32),
+                jnp.zeros(per_device, jnp.int32), jnp.zeros((), jnp.int32))
+        *_, returns, lengths, _ = jax.lax.while_loop(not_finished, one_step, init)
+        return EpisodeStatistics(returns, lengths)
+
+    run_on_devices = jax.pmap(run_episodes, axis_name=parallel.DEVICE_AXIS)
+
+    def evaluate(eval_params: Any, key: jax.Array) -> Dict[str, np.ndarray]:
+        replicated = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (n_local,) + jnp.shape(x)), eval_params)
+        keys = jax.random.split(key, n_local)
+        stats = jax.device_get(run_on_devices(replicated, keys))
+        return {name: np.asarray(value).reshape(-1)[:num_episodes] for name, value in stats._asdict().items()}
+
+    return evaluate
+
+
+def actor_policy(actor_apply: Callable, greedy: bool) -> EvalPolicy:
+    """The eval policy of any system with a stochastic actor: eval params are `(actor_params, obs_norm)`."""
+    from stoix_like import normalization
+
+    def policy(eval_params: Any, observation: Any, key: jax.Array) -> jax.Array:
+        actor_params, obs_norm = eval_params
+        dist = actor_apply(actor_params, normalization.normalize(obs_norm, observation))
+        action = dist.mode() if greedy else dist.sample(key)
+        return dist.to_env_action(action)
+
+    return policy

@@ -1,0 +1,26 @@
+"""Networks assembled from a torso and a head; both come from Hydra config."""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+
+from stoix_like.types import Observation
+
+
+class FeedForwardActor(nn.Module):
+    torso: nn.Module
+    action_head: nn.Module
+
+    @nn.compact
+    def __call__(self, observation: Observation):
+        return self.action_head(self.torso(observation.agent_view), observation.action_mask)
+
+
+class FeedForwardCritic(nn.Module):
+    torso: nn.Module
+    critic_head: nn.Module
+
+    @nn.compact
+    def __call__(self, observation: Observation) -> jax.Array:
+        return self.critic_head(self.torso(observation.agent_view))

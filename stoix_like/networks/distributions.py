@@ -1,0 +1,66 @@
+"""Action distributions with one interface for discrete and continuous actions.
+
+Both expose `sample(seed)`, `log_prob(action)`, `entropy(seed)`, `mode()` and `to_env_action(action)`.
+The continuous one samples *pre-tanh* actions: storing the raw sample and squashing only when the env is
+stepped keeps `log_prob` exact (inverting tanh near ±1 is numerically unstable).
+"""
+
+from __future__ import annotations
+
+import distrax
+import jax
+import jax.numpy as jnp
+
+from stoix_like.ops.losses import tanh_gaussian_log_prob
+
+# A large finite negative logit: -inf would make 0 * log(0) terms NaN in the entropy.
+MASKED_LOGIT = -1e9
+
+
+class MaskedCategorical:
+    def __init__(self, logits: jax.Array, action_mask: jax.Array):
+        self.logits = jnp.where(action_mask, logits, MASKED_LOGIT)
+        self._dist = distrax.Categorical(logits=self.logits)
+
+    def sample(self, seed: jax.Array) -> jax.Array:
+        return self._dist.sample(seed=seed)
+
+    def log_prob(self, action: jax.Array) -> jax.Array:
+        return self._dist.log_prob(action)
+
+    def entropy(self, seed: jax.Array | None = None) -> jax.Array:
+        del seed  # exact for a categorical
+        return self._dist.entropy()
+
+    def mode(self) -> jax.Array:
+        return jnp.argmax(self.logits, axis=-1)
+
+    def to_env_action(self, action: jax.Array) -> jax.Array:
+        return action
+
+
+class TanhGaussian:
+    """Gaussian on pre-tanh actions; the env sees tanh(u) rescaled affinely to [low, high].
+
+    `log_prob` is the density of the squashed action in [-1, 1] (the usual SAC convention, so the target
+    entropy −|A| does not depend on the env's bounds); the fixed affine rescale is outside the policy.
+    """
+
+    def __init__(self, loc: jax.Array, scale: jax.Array, low: jax.Array, high: jax.Array):
+        self.loc, self.scale, self.low, self.high = loc, scale, low, high
+
+    def sample(self, seed: jax.Array) -> jax.Array:
+        return self.loc + self.scale * jax.random.normal(seed, self.loc.shape, self.loc.dtype)
+
+    def log_prob(self, pre_tanh_action: jax.Array) -> jax.Array:
+        return tanh_gaussian_log_prob(self.loc, jnp.log(self.scale), pre_tanh_action)
+
+    def entropy(self, seed: jax.Array) -> jax.Array:
+        """One-sample estimate: the squashed Gaussian has no closed-form entropy."""
+        return -self.log_prob(self.sample(seed))
+
+    def mode(self) -> jax.Array:
+        return self.loc
+
+    def to_env_action(self, pre_tanh_action: jax.Array) -> jax.Array:
+        return self.low + (jnp.tanh(pre_tanh_action) + 1.0) * 0.5 * (self.high - self.low)

@@ -1,0 +1,30 @@
+"""Builds networks from the `network` config group (Hydra `_target_` entries)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hydra.utils
+
+from stoix_like.envs.environment import ActionSpace
+from stoix_like.networks.base import FeedForwardActor, FeedForwardCritic
+
+
+def instantiate(node: Any, **kwargs: Any) -> Any:
+    # `_convert_="all"` hands flax modules plain lists/dicts rather than OmegaConf containers
+    return hydra.utils.instantiate(node, _convert_="all", **kwargs)
+
+
+def build_actor(network_config: Any, action_space: ActionSpace) -> FeedForwardActor:
+    return FeedForwardActor(
+        torso=instantiate(network_config.actor_network.pre_torso),
+        # a partial, then the call: Hydra would turn a dataclass keyword argument into a DictConfig
+        action_head=instantiate(network_config.actor_network.action_head, _partial_=True)(action_space=action_space),
+    )
+
+
+def build_critic(network_config: Any) -> FeedForwardCritic:
+    return FeedForwardCritic(
+        torso=instantiate(network_config.critic_network.pre_torso),
+        critic_head=instantiate(network_config.critic_network.critic_head),
+    )

@@ -1,0 +1,506 @@
+"""Value-based, distributional and actor-critic losses.
+
+Batch-major: axis 0 is the batch B; A is the number of discrete actions, N / M numbers of atoms or
+quantiles. Per-example losses return `[B]` so the caller chooses the reduction (mean, importance
+weights); the PPO and SAC-temperature losses return the scalar mean they are always used as.
+
+Targets are wrapped in `stop_gradient`: gradients flow only through the "online" inputs
+(`q_tm1`, `logits_tm1`, `quantiles_tm1`, `log_prob`, `values`, `log_alpha`).
+
+Action masks are bool `[B, A]`, True for legal actions, and every row must have at least one legal action.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+
+Array = chex.Array
+Numeric = chex.Numeric
+
+# Finite rather than -inf so that 0 * (masked entry) stays 0 and a division by a temperature cannot overflow.
+_ILLEGAL_ACTION_VALUE = -1e9
+
+
+# ----------------------------------------------------------------------------------------------------
+# Elementwise helpers
+# ----------------------------------------------------------------------------------------------------
+
+
+def huber_loss(x: Array, delta: Numeric) -> Array:
+    """Elementwise Huber loss: 0.5 x^2 for |x| <= delta, delta * (|x| - 0.5 delta) beyond. Any shape."""
+    chex.assert_type(x, float)
+    abs_x = jnp.abs(x)
+    quadratic = jnp.minimum(abs_x, delta)
+    linear = abs_x - quadratic
+    return 0.5 * quadratic**2 + delta * linear
+
+
+def l2_loss(x: Array) -> Array:
+    """Elementwise 0.5 x^2. Any shape."""
+    chex.assert_type(x, float)
+    return 0.5 * jnp.square(x)
+
+
+def _mask_illegal(values: Array, action_mask: Array) -> Array:
+    """Replaces illegal entries of `[B, A]` values by a large negative number."""
+    return jnp.where(action_mask, values, jnp.asarray(_ILLEGAL_ACTION_VALUE, values.dtype))
+
+
+def _select_action(values: Array, actions: Array) -> Array:
+    """values `[B, A, ...]`, actions `[B]` int -> `[B, ...]` (values[b, actions[b]])."""
+    return jax.vmap(lambda row, action: row[action])(values, actions)
+
+
+def _masked_argmax(q_values: Array, action_mask: Array) -> Array:
+    """q_values `[B, A]`, action_mask `[B, A]` bool -> `[B]` int32 greedy legal action."""
+    return jnp.argmax(_mask_illegal(q_values, action_mask), axis=-1).astype(jnp.int32)
+
+
+def _check_transition(a_tm1: Array, r_t: Array, discount_t: Array, batch_reference: Array) -> None:
+    chex.assert_rank([a_tm1, r_t, discount_t], 1)
+    chex.assert_type(a_tm1, int)
+    chex.assert_type([r_t, discount_t], float)
+    chex.assert_equal_shape([a_tm1, r_t, discount_t])
+    chex.assert_equal_shape_prefix([batch_reference, r_t], 1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Actor-critic
+# ----------------------------------------------------------------------------------------------------
+
+
+def ppo_clip_loss(log_prob: Array, old_log_prob: Array, advantages: Array, clip_eps: Numeric) -> Array:
+    """PPO clipped surrogate policy loss (to be minimised).
+
+    Args:
+      log_prob: `[B]` log pi(a|s) under the current policy (differentiated).
+      old_log_prob: `[B]` log pi_old(a|s) recorded at collection time.
+      advantages: `[B]` advantage estimates (normalise them beforehand if desired).
+      clip_eps: ratio clipping epsilon, a scalar.
+
+    Returns:
+      scalar -mean(min(rho * A, clip(rho, 1 - eps, 1 + eps) * A)) with rho = exp(log_prob - old_log_prob).
+    """
+    chex.assert_rank([log_prob, old_log_prob, advantages], 1)
+    chex.assert_equal_shape([log_prob, old_log_prob, advantages])
+    chex.assert_type([log_prob, old_log_prob, advantages], float)
+    ratio = jnp.exp(log_prob - jax.lax.stop_gradient(old_log_prob))
+    advantages = jax.lax.stop_gradient(advantages)
+    unclipped = ratio * advantages
+    clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages
+    return -jnp.mean(jnp.minimum(unclipped, clipped))
+
+
+def clipped_value_loss(values: Array, old_values: Array, targets: Array, clip_eps: Numeric) -> Array:
+    """PPO2-style clipped value loss.
+
+    Args:
+      values: `[B]` current value predictions (differentiated).
+      old_values: `[B]` value predictions recorded at collection time.
+      targets: `[B]` value targets (e.g. GAE value targets).
+      clip_eps: how far the new prediction may move from `old_values` before it stops being rewarded.
+
+    Returns:
+      scalar 0.5 * mean(max((v - target)^2, (v_clipped - target)^2)),
+      with v_clipped = old_values + clip(v - old_values, -eps, eps).
+    """
+    chex.assert_rank([values, old_values, targets], 1)
+    chex.assert_equal_shape([values, old_values, targets])
+    chex.assert_type([values, old_values, targets], float)
+    old_values = jax.lax.stop_gradient(old_values)
+    targets = jax.lax.stop_gradient(targets)
+    values_clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
+    squared_error = jnp.square(values - targets)
+    squared_error_clipped = jnp.square(values_clipped - targets)
+    return 0.5 * jnp.mean(jnp.maximum(squared_error, squared_error_clipped))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Q-learning
+# ----------------------------------------------------------------------------------------------------
+
+
+def q_learning_td_error(
+    q_tm1: Array,
+    a_tm1: Array,
+    r_t: Array,
+    discount_t: Array,
+    q_t: Array,
+    action_mask_t: Array,
+) -> Array:
+    """One-step Q-learning TD error with the max taken over legal actions only.
+
+    Args:
+      q_tm1: `[B, A]` Q(s_tm1, .) (differentiated).
+      a_tm1: `[B]` int actions taken at s_tm1.
+      r_t: `[B]` rewards.
+      discount_t: `[B]` gamma * (1 - terminated).
+      q_t: `[B, A]` Q_target(s_t, .).
+      action_mask_t: `[B, A]` bool, legal actions at s_t.
+
+    Returns:
+      `[B]` td = r_t + discount_t * max_{a legal} q_t[a] - q_tm1[a_tm1].
+    """
+    chex.assert_rank([q_tm1, q_t, action_mask_t], 2)
+    chex.assert_equal_shape([q_tm1, q_t, action_mask_t])
+    chex.assert_type([q_tm1, q_t], float)
+    chex.assert_type(action_mask_t, bool)
+    _check_transition(a_tm1, r_t, discount_t, q_tm1)
+    greedy_value = jnp.max(_mask_illegal(q_t, action_mask_t), axis=-1)
+    target = jax.lax.stop_gradient(r_t + discount_t * greedy_value)
+    return target - _select_action(q_tm1, a_tm1)
+
+
+def double_q_learning_td_error(
+    q_tm1: Array,
+    a_tm1: Array,
+    r_t: Array,
+    discount_t: Array,
+    q_t_value: Array,
+    q_t_selector: Array,
+    action_mask_t: Array,
+) -> Array:
+    """Double Q-learning TD error: one network picks the action, the other values it.
+
+    Args:
+      q_tm1: `[B, A]` Q(s_tm1, .) (differentiated).
+      a_tm1: `[B]` int actions taken at s_tm1.
+      r_t: `[B]` rewards.
+      discount_t: `[B]` gamma * (1 - terminated).
+      q_t_value: `[B, A]` Q values at s_t used to evaluate the chosen action (usually the target network).
+      q_t_selector: `[B, A]` Q values at s_t used to choose the action (usually the online network).
+      action_mask_t: `[B, A]` bool, legal actions at s_t.
+
+    Returns:
+      `[B]` td = r_t + discount_t * q_t_value[argmax_{a legal} q_t_selector[a]] - q_tm1[a_tm1].
+    """
+    chex.assert_rank([q_tm1, q_t_value, q_t_selector, action_mask_t], 2)
+    chex.assert_equal_shape([q_tm1, q_t_value, q_t_selector, action_mask_t])
+    chex.assert_type([q_tm1, q_t_value, q_t_selector], float)
+    chex.assert_type(action_mask_t, bool)
+    _check_transition(a_tm1, r_t, discount_t, q_tm1)
+    greedy_action = _masked_argmax(q_t_selector, action_mask_t)
+    target = jax.lax.stop_gradient(r_t + discount_t * _select_action(q_t_value, greedy_action))
+    return target - _select_action(q_tm1, a_tm1)
+
+
+def regularised_q_loss(
+    q_tm1: Array,
+    a_tm1: Array,
+    r_t: Array,
+    discount_t: Array,
+    q_t: Array,
+    action_mask_t: Array,
+    regularisation_weight: Numeric,
+    huber_param: float = 0.0,
+) -> Array:
+    """DQN-Reg loss: the DQN TD loss plus a penalty on the value of the taken action.
+
+    The penalty pushes Q(s, a) down wherever it is not supported by the TD target, which counters the
+    over-estimation of plain DQN.
+
+    Args:
+      q_tm1, a_tm1, r_t, discount_t, q_t, action_mask_t: as in `q_learning_td_error`.
+      regularisation_weight: scalar weight of the penalty.
+      huber_param: static Python float; 0 uses 0.5 * td^2, > 0 uses `huber_loss(td, huber_param)`.
+
+    Returns:
+      `[B]` per-example loss  0.5 * td^2 (or Huber) + regularisation_weight * q_tm1[a_tm1];
+      its mean is the DQN-Reg objective.
+    """
+    td_error = q_learning_td_error(q_tm1, a_tm1, r_t, discount_t, q_t, action_mask_t)
+    td_loss = huber_loss(td_error, huber_param) if huber_param > 0.0 else l2_loss(td_error)
+    return td_loss + regularisation_weight * _select_action(q_tm1, a_tm1)
+
+
+def munchausen_q_target(
+    q_t_target: Array,
+    q_tm1_target: Array,
+    a_tm1: Array,
+    r_t: Array,
+    discount_t: Array,
+    entropy_temperature: Numeric,
+    munchausen_coefficient: Numeric,
+    clip_value_min: Numeric,
+    action_mask_t: Array,
+    action_mask_tm1: Optional[Array] = None,
+) -> Array:
+    """Munchausen-DQN regression target.
+
+    With pi(.|s) = softmax(q(s, .) / tau) over legal actions (tau = `entropy_temperature`),
+      target = r_t
+             + alpha * clip(tau * log pi(a_tm1 | s_tm1), clip_value_min, 0)
+             + discount_t * sum_{a legal} pi(a | s_t) * (q_t_target[a] - tau * log pi(a | s_t)).
+    tau * log pi is computed stably as q - max(q) - tau * log sum exp((q - max(q)) / tau).
+
+    Args:
+      q_t_target: `[B, A]` target-network Q(s_t, .).
+      q_tm1_target: `[B, A]` target-network Q(s_tm1, .).
+      a_tm1: `[B]` int actions taken at s_tm1.
+      r_t: `[B]` rewards.
+      discount_t: `[B]` gamma * (1 - terminated).
+      entropy_temperature: tau > 0.
+      munchausen_coefficient: alpha (0.9 in the paper).
+      clip_value_min: l0 < 0, lower clip of the Munchausen bonus (-1 in the paper).
+      action_mask_t: `[B, A]` bool, legal actions at s_t.
+      action_mask_tm1: optional `[B, A]` bool, legal actions at s_tm1 (all legal when omitted).
+
+    Returns:
+      `[B]` targets, wrapped in `stop_gradient`.
+    """
+    if action_mask_tm1 is None:
+        action_mask_tm1 = jnp.ones(q_tm1_target.shape, dtype=bool)
+    chex.assert_rank([q_t_target, q_tm1_target, action_mask_t, action_mask_tm1], 2)
+    chex.assert_equal_shape([q_t_target, q_tm1_target, action_mask_t, action_mask_tm1])
+    chex.assert_type([q_t_target, q_tm1_target], float)
+    chex.assert_type([action_mask_t, action_mask_tm1], bool)
+    _check_transition(a_tm1, r_t, discount_t, q_t_target)
+
+    def scaled_log_policy(q_values: Array, action_mask: Array) -> Array:
+        """tau * log softmax(q / tau) over legal actions; illegal entries are zeroed."""
+        log_policy = jax.nn.log_softmax(_mask_illegal(q_values, action_mask) / entropy_temperature, axis=-1)
+        return jnp.where(action_mask, entropy_temperature * log_policy, 0.0)
+
+    scaled_log_policy_tm1 = scaled_log_policy(q_tm1_target, action_mask_tm1)
+    munchausen_bonus = jnp.clip(_select_action(scaled_log_policy_tm1, a_tm1), clip_value_min, 0.0)
+
+    scaled_log_policy_t = scaled_log_policy(q_t_target, action_mask_t)
+    policy_t = jax.nn.softmax(_mask_illegal(q_t_target, action_mask_t) / entropy_temperature, axis=-1)
+    policy_t = jnp.where(action_mask_t, policy_t, 0.0)
+    soft_value_t = jnp.sum(policy_t * (q_t_target - scaled_log_policy_t), axis=-1)
+
+    target = r_t + munchausen_coefficient * munchausen_bonus + discount_t * soft_value_t
+    return jax.lax.stop_gradient(target)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Distributional: categorical (C51)
+# ----------------------------------------------------------------------------------------------------
+
+
+def categorical_l2_project(z_p: Array, probs: Array, z_q: Array) -> Array:
+    """Projects categorical distributions on supports `z_p` onto the fixed, sorted support `z_q` (C51).
+
+    Each source atom's mass is split between the two target atoms that bracket it, in proportion to
+    its distance from each (the L2 / Cramer projection); atoms outside [z_q[0], z_q[-1]] are clipped to
+    the nearest end first, so total mass is conserved. Non-uniform `z_q` spacing is handled.
+
+    Args:
+      z_p: `[B, N]` (per-example support, e.g. r + gamma * atoms) or `[N]` (shared) source atom locations.
+      probs: `[B, N]` source probabilities.
+      z_q: `[M]` target atom locations, strictly increasing.
+
+    Returns:
+      `[B, M]` projected probabilities.
+    """
+    chex.assert_rank(probs, 2)
+    chex.assert_rank(z_q, 1)
+    chex.assert_rank(z_p, {1, 2})
+    chex.assert_type([z_p, probs, z_q], float)
+    if z_p.ndim == 1:
+        z_p = jnp.broadcast_to(z_p, probs.shape)
+    chex.assert_equal_shape([z_p, probs])
+
+    num_target_atoms = z_q.shape[0]
+    if num_target_atoms == 1:
+        return jnp.sum(probs, axis=-1, keepdims=True)
+    gaps = z_q[1:] - z_q[:-1]
+    # Gap to the neighbour on each side of every target atom; the outer ends never see mass from outside
+    # (sources are clipped), so any positive filler works there.
+    gap_above = jnp.concatenate([gaps, gaps[-1:]])
+    gap_below = jnp.concatenate([gaps[:1], gaps])
+
+    z_p = jnp.clip(z_p, z_q[0], z_q[-1])[:, None, :]  # [B, 1, N]
+    offset = z_p - z_q[None, :, None]  # [B, M, N], source minus target
+    gap = jnp.where(offset >= 0.0, gap_above[None, :, None], gap_below[None, :, None])
+    weights = jnp.clip(1.0 - jnp.abs(offset) / gap, 0.0, 1.0)  # share of source atom n sent to target m
+    return jnp.sum(weights * probs[:, None, :], axis=-1)
+
+
+def categorical_q_learning_loss(
+    logits_tm1: Array,
+    atoms: Array,
+    a_tm1: Array,
+    r_t: Array,
+    discount_t: Array,
+    logits_t_target: Array,
+    q_t_selector: Array,
+    action_mask_t: Array,
+) -> Array:
+    """C51 loss: cross-entropy between Q(s_tm1, a_tm1) and the projected distributional target.
+
+    The next action is argmax over legal actions of `q_t_selector` (pass the target network's expected
+    Q for C51, the online network's for a double-Q variant). The target distribution on support
+    r_t + discount_t * atoms is projected back onto `atoms`.
+
+    Args:
+      logits_tm1: `[B, A, N]` online logits at s_tm1 (differentiated).
+      atoms: `[N]` fixed, increasing support.
+      a_tm1: `[B]` int actions taken at s_tm1.
+      r_t: `[B]` rewards.
+      discount_t: `[B]` gamma * (1 - terminated).
+      logits_t_target: `[B, A, N]` target-network logits at s_t.
+      q_t_selector: `[B, A]` Q values used to choose the next action.
+      action_mask_t: `[B, A]` bool, legal actions at s_t.
+
+    Returns:
+      `[B]` per-example cross-entropy.
+    """
+    chex.assert_rank([logits_tm1, logits_t_target], 3)
+    chex.assert_rank([q_t_selector, action_mask_t], 2)
+    chex.assert_rank(atoms, 1)
+    chex.assert_equal_shape([logits_tm1, logits_t_target])
+    chex.assert_equal_shape([q_t_selector, action_mask_t])
+    chex.assert_equal_shape_prefix([logits_tm1, q_t_selector], 2)
+    chex.assert_axis_dimension(logits_tm1, 2, atoms.shape[0])
+    chex.assert_type([logits_tm1, atoms, logits_t_target, q_t_selector], float)
+    chex.assert_type(action_mask_t, bool)
+    _check_transition(a_tm1, r_t, discount_t, logits_tm1)
+
+    next_action = _masked_argmax(q_t_selector, action_mask_t)
+    target_probs_unprojected = jax.nn.softmax(_select_action(logits_t_target, next_action), axis=-1)
+    target_support = r_t[:, None] + discount_t[:, None] * atoms[None, :]
+    target_probs = jax.lax.stop_gradient(
+        categorical_l2_project(target_support, target_probs_unprojected, atoms)
+    )
+    log_probs_tm1 = jax.nn.log_softmax(_select_action(logits_tm1, a_tm1), axis=-1)
+    return -jnp.sum(target_probs * log_probs_tm1, axis=-1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Distributional: quantile regression (QR-DQN)
+# ----------------------------------------------------------------------------------------------------
+
+
+def quantile_huber_loss(dist_src: Array, tau_src: Array, dist_target: Array, huber_param: float) -> Array:
+    """Quantile-regression (Huber) loss between predicted quantiles and target samples.
+
+    For every pair (i, j), with u_ij = dist_target[j] - dist_src[i]:
+      rho_ij = |tau_src[i] - 1{u_ij < 0}| * L(u_ij),
+    where L = `huber_loss(., huber_param)` if huber_param > 0 else |.| (plain quantile regression).
+    The loss sums over source quantiles i and averages over target samples j. Huber is not divided by
+    huber_param (as in rlax and Stoix), so huber_param = 1 matches the QR-DQN paper.
+
+    Args:
+      dist_src: `[B, N]` predicted quantile values (differentiated).
+      tau_src: `[N]` quantile midpoints of `dist_src`, e.g. (2i + 1) / (2N).
+      dist_target: `[B, M]` target samples (gradient stopped).
+      huber_param: static Python float >= 0.
+
+    Returns:
+      `[B]` per-example loss.
+    """
+    chex.assert_rank([dist_src, dist_target], 2)
+    chex.assert_rank(tau_src, 1)
+    chex.assert_equal_shape_prefix([dist_src, dist_target], 1)
+    chex.assert_axis_dimension(dist_src, 1, tau_src.shape[0])
+    chex.assert_type([dist_src, tau_src, dist_target], float)
+
+    dist_target = jax.lax.stop_gradient(dist_target)
+    errors = dist_target[:, None, :] - dist_src[:, :, None]  # [B, N, M]
+    if huber_param > 0.0:
+        elementwise = huber_loss(errors, huber_param)
+    else:
+        elementwise = jnp.abs(errors)
+    asymmetric_weight = jnp.abs(tau_src[None, :, None] - (errors < 0.0).astype(errors.dtype))
+    # Gradients of the indicator are zero anyway; stopping them keeps the weight a constant.
+    asymmetric_weight = jax.lax.stop_gradient(asymmetric_weight)
+    return jnp.sum(jnp.mean(asymmetric_weight * elementwise, axis=-1), axis=-1)
+
+
+def quantile_q_learning_loss(
+    quantiles_tm1: Array,
+    taus: Array,
+    a_tm1: Array,
+    r_t: Array,
+    discount_t: Array,
+    quantiles_t_target: Array,
+    q_t_selector: Array,
+    action_mask_t: Array,
+    huber_param: float,
+) -> Array:
+    """QR-DQN loss: quantile Huber loss between Z(s_tm1, a_tm1) and r_t + discount_t * Z_target(s_t, a*).
+
+    a* = argmax over legal actions of `q_t_selector` (usually the mean over quantiles of the target
+    network's, or the online network's for a double-Q variant).
+
+    Args:
+      quantiles_tm1: `[B, A, N]` online quantiles at s_tm1 (differentiated).
+      taus: `[N]` quantile midpoints.
+      a_tm1: `[B]` int actions taken at s_tm1.
+      r_t: `[B]` rewards.
+      discount_t: `[B]` gamma * (1 - terminated).
+      quantiles_t_target: `[B, A, N]` target-network quantiles at s_t.
+      q_t_selector: `[B, A]` Q values used to choose the next action.
+      action_mask_t: `[B, A]` bool, legal actions at s_t.
+      huber_param: static Python float >= 0 (see `quantile_huber_loss`).
+
+    Returns:
+      `[B]` per-example loss.
+    """
+    chex.assert_rank([quantiles_tm1, quantiles_t_target], 3)
+    chex.assert_rank([q_t_selector, action_mask_t], 2)
+    chex.assert_equal_shape([quantiles_tm1, quantiles_t_target])
+    chex.assert_equal_shape([q_t_selector, action_mask_t])
+    chex.assert_equal_shape_prefix([quantiles_tm1, q_t_selector], 2)
+    chex.assert_type([quantiles_tm1, quantiles_t_target, q_t_selector], float)
+    chex.assert_type(action_mask_t, bool)
+    _check_transition(a_tm1, r_t, discount_t, quantiles_tm1)
+
+    next_action = _masked_argmax(q_t_selector, action_mask_t)
+    target = r_t[:, None] + discount_t[:, None] * _select_action(quantiles_t_target, next_action)
+    return quantile_huber_loss(_select_action(quantiles_tm1, a_tm1), taus, target, huber_param)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Continuous control (SAC)
+# ----------------------------------------------------------------------------------------------------
+
+
+def tanh_gaussian_log_prob(mean: Array, log_std: Array, pre_tanh_sample: Array) -> Array:
+    """Log-density of a = tanh(u), u ~ Normal(mean, exp(log_std)) diagonal, at a = tanh(pre_tanh_sample).
+
+    log p(a) = sum_d [log N(u_d; mean_d, std_d) - log(1 - tanh(u_d)^2)], with the Jacobian term computed
+    stably as log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)) so large |u| never takes log(0).
+    Pass the pre-tanh sample rather than the action: inverting tanh near +-1 loses all precision.
+
+    Args:
+      mean: `[B, D]` Gaussian means.
+      log_std: `[B, D]` Gaussian log standard deviations.
+      pre_tanh_sample: `[B, D]` u, the Gaussian sample before squashing.
+
+    Returns:
+      `[B]` log-probabilities of the squashed actions.
+    """
+    chex.assert_rank([mean, log_std, pre_tanh_sample], 2)
+    chex.assert_equal_shape([mean, log_std, pre_tanh_sample])
+    chex.assert_type([mean, log_std, pre_tanh_sample], float)
+    standardised = (pre_tanh_sample - mean) * jnp.exp(-log_std)
+    gaussian_log_prob = -0.5 * jnp.square(standardised) - log_std - 0.5 * jnp.log(2.0 * jnp.pi)
+    log_tanh_jacobian = 2.0 * (jnp.log(2.0) - pre_tanh_sample - jax.nn.softplus(-2.0 * pre_tanh_sample))
+    return jnp.sum(gaussian_log_prob - log_tanh_jacobian, axis=-1)
+
+
+def sac_temperature_loss(log_alpha: Array, log_prob: Array, target_entropy: Numeric) -> Array:
+    """SAC entropy-temperature loss: -mean(alpha * (log_prob + target_entropy)), alpha = exp(log_alpha).
+
+    Minimising it raises alpha when the policy entropy (-log_prob) is below `target_entropy` and lowers
+    it otherwise. Only `log_alpha` is differentiated.
+
+    Args:
+      log_alpha: scalar log temperature (differentiated).
+      log_prob: `[B]` log pi(a|s) of actions sampled from the current policy.
+      target_entropy: scalar, typically -action_dim.
+
+    Returns:
+      scalar loss.
+    """
+    chex.assert_rank(log_alpha, 0)
+    chex.assert_rank(log_prob, 1)
+    chex.assert_type([log_alpha, log_prob], float)
+    entropy_gap = jax.lax.stop_gradient(log_prob + target_entropy)
+    return -jnp.mean(jnp.exp(log_alpha) * entropy_gap)

@@ -1,0 +1,215 @@
+"""Time-major return estimators.
+
+Every array here is time-major: axis 0 is time (length T), any further axes (typically the env batch B)
+are carried along elementwise. Episode boundaries inside a rollout follow the house convention
+(see DESIGN.md, "Environments"): an auto-reset environment reports, for step t, the reward r_t, whether
+the episode ended at t, and the *pre-reset* successor observation, so `next_values[t]` is always the value
+of the state that step t really led to, even when the next row of the rollout belongs to a new episode.
+
+Two flags describe an ending, and they play different roles:
+  * termination (discount 0) removes the bootstrap: nothing follows a true terminal state;
+  * any ending (termination or truncation by a time limit) cuts the multi-step recursion, because the
+    next row of the rollout belongs to another episode. At a truncation the bootstrap still comes from
+    `next_values[t]`, so nothing is lost by cutting there.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+
+Array = chex.Array
+Numeric = chex.Numeric
+
+
+def _as_float(x: Array, like: Array) -> Array:
+    """Casts a bool/int/float flag array to the dtype of `like` (float32 in practice)."""
+    return jnp.asarray(x).astype(like.dtype)
+
+
+def truncated_gae(
+    rewards: Array,
+    values: Array,
+    next_values: Array,
+    dones: Array,
+    truncations: Array,
+    gamma: Numeric,
+    gae_lambda: Numeric,
+) -> tuple[Array, Array]:
+    """Generalised advantage estimation that handles time-limit truncation inside a rollout.
+
+    Shapes: all five arrays are time-major `(T, ...)` with identical shapes (typically `(T, B)`).
+
+    Args:
+      rewards: r_t, reward received for the transition at step t.
+      values: V(s_t), value of the observation the action at step t was taken from.
+      next_values: V(s'_t), value of the true (pre-reset) successor observation of step t.
+      dones: True where the episode ended at step t, for any reason (termination or truncation).
+        bool or {0, 1} float.
+      truncations: True where the episode ended at step t because of a time limit (a subset of `dones`).
+      gamma: discount factor, a scalar.
+      gae_lambda: GAE lambda, a scalar.
+
+    With terminated_t = dones_t and not truncations_t:
+      delta_t = r_t + gamma * (1 - terminated_t) * next_values_t - values_t
+      A_t     = delta_t + gamma * gae_lambda * (1 - dones_t) * A_{t+1},   A_T = 0
+    so the recursion never crosses an episode boundary, a truncated step bootstraps from its own
+    `next_values`, and a terminated step does not bootstrap at all. The last row needs no special case
+    because `next_values[T-1]` already carries the bootstrap for the unfinished episode.
+
+    Returns:
+      (advantages, value_targets), both `(T, ...)`, with value_targets = advantages + values.
+      Both are wrapped in `stop_gradient`: they are regression targets, not differentiable quantities.
+    """
+    chex.assert_rank([rewards, values, next_values, dones, truncations], rewards.ndim)
+    chex.assert_axis_dimension_gt(rewards, 0, 0)
+    chex.assert_equal_shape([rewards, values, next_values, dones, truncations])
+    chex.assert_type([rewards, values, next_values], float)
+
+    done = _as_float(dones, rewards)
+    truncated = _as_float(truncations, rewards)
+    not_terminated = 1.0 - done * (1.0 - truncated)
+    deltas = rewards + gamma * not_terminated * next_values - values
+    recursion_weights = gamma * gae_lambda * (1.0 - done)
+
+    def accumulate_backwards(advantage_after, step):
+        delta, recursion_weight = step
+        advantage = delta + recursion_weight * advantage_after
+        return advantage, advantage
+
+    _, advantages = jax.lax.scan(
+        accumulate_backwards,
+        jnp.zeros_like(rewards[0]),
+        (deltas, recursion_weights),
+        reverse=True,
+    )
+    advantages = jax.lax.stop_gradient(advantages)
+    value_targets = jax.lax.stop_gradient(advantages + values)
+    return advantages, value_targets
+
+
+def lambda_returns(
+    rewards: Array,
+    discounts: Array,
+    next_values: Array,
+    continuations: Array,
+    lam: Numeric,
+) -> Array:
+    """Peng-style Q(lambda) / TD(lambda) returns with explicit episode cuts (as used by PQN).
+
+    Shapes: all four arrays are time-major `(T, ...)` with identical shapes (typically `(T, B)`).
+
+    Args:
+      rewards: r_t, reward for the transition at step t.
+      discounts: gamma * (1 - terminated_t); zero where the episode truly terminated at step t.
+      next_values: bootstrap value of the true (pre-reset) successor of step t, e.g. max_a Q(s'_t, a).
+      continuations: 1 where the next row of the rollout continues the same episode, 0 where the episode
+        ended at step t for any reason (termination or truncation). bool or {0, 1} float.
+      lam: the lambda mixing coefficient, a scalar in [0, 1].
+
+    Definition (computed backwards with `lax.scan`):
+      G_t = r_t + discounts_t * [(1 - lam) * next_values_t + lam * H_t]
+      H_t = G_{t+1}          if t < T-1 and continuations_t == 1
+      H_t = next_values_t    otherwise (episode ended at t, or t is the last row)
+    so lam = 0 gives the one-step target r_t + discounts_t * next_values_t and lam = 1 gives the
+    discounted return to the episode end (or to the end of the rollout, bootstrapped there).
+
+    Returns:
+      `(T, ...)` returns G, wrapped in `stop_gradient`.
+    """
+    chex.assert_rank([rewards, discounts, next_values, continuations], rewards.ndim)
+    chex.assert_axis_dimension_gt(rewards, 0, 0)
+    chex.assert_equal_shape([rewards, discounts, next_values, continuations])
+    chex.assert_type([rewards, discounts, next_values], float)
+
+    continuing = _as_float(continuations, rewards)
+
+    def accumulate_backwards(return_after, step):
+        reward, discount, next_value, continues = step
+        tail = continues * return_after + (1.0 - continues) * next_value
+        blended = (1.0 - lam) * next_value + lam * tail
+        lambda_return = reward + discount * blended
+        return lambda_return, lambda_return
+
+    # Seeding the carry with the last bootstrap makes the final row use next_values[T-1] as its tail.
+    _, returns = jax.lax.scan(
+        accumulate_backwards,
+        next_values[-1],
+        (rewards, discounts, next_values, continuing),
+        reverse=True,
+    )
+    return jax.lax.stop_gradient(returns)
+
+
+def n_step_bootstrapped_returns(
+    rewards: Array,
+    discounts: Array,
+    bootstrap_values: Array,
+    n: int,
+    continuations: Optional[Array] = None,
+) -> Array:
+    """n-step bootstrapped returns, cut at episode ends and at the end of the sequence.
+
+    Shapes: all arrays are time-major `(T, ...)` with identical shapes (typically `(T, B)`).
+
+    Args:
+      rewards: r_t, reward for the transition at step t.
+      discounts: gamma * (1 - terminated_t); zero where the episode truly terminated at step t.
+      bootstrap_values: value of the true (pre-reset) successor of step t (e.g. V(s'_t) or
+        max_a Q_target(s'_t, a)). Row t is used when the n-step window starting somewhere ends at t.
+      n: the (static, Python int >= 1) number of steps.
+      continuations: optional; 0 where the episode ended at step t for any reason, so the window also
+        stops there on a truncation (where the discount is not zero). Defaults to all ones, which is
+        exact whenever episodes end only by termination, because a zero discount already removes
+        everything after it.
+
+    For each t let m be the window length: the smallest of n, T - t, and (k + 1) for the first k >= 0
+    with continuations_{t+k} == 0. Then
+      G_t = sum_{k=0}^{m-1} (prod_{j=0}^{k-1} discounts_{t+j}) * r_{t+k}
+            + (prod_{j=0}^{m-1} discounts_{t+j}) * bootstrap_values_{t+m-1}.
+    A zero discount (termination) at t+k zeroes the product, so later rewards and the bootstrap vanish.
+    n = 1 gives r_t + discounts_t * bootstrap_values_t.
+
+    Returns:
+      `(T, ...)` returns, wrapped in `stop_gradient`.
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a Python int >= 1, got {n!r}")
+    if continuations is None:
+        continuations = jnp.ones_like(rewards)
+    chex.assert_rank([rewards, discounts, bootstrap_values, continuations], rewards.ndim)
+    chex.assert_axis_dimension_gt(rewards, 0, 0)
+    chex.assert_equal_shape([rewards, discounts, bootstrap_values, continuations])
+    chex.assert_type([rewards, discounts, bootstrap_values], float)
+
+    continuing = _as_float(continuations, rewards)
+    num_steps = rewards.shape[0]
+    time_index = jnp.arange(num_steps).reshape((num_steps,) + (1,) * (rewards.ndim - 1))
+
+    def shifted(x: Array, k: int) -> Array:
+        """Row t holds x[t + k] (zero past the end; those rows are never used)."""
+        padding = [(0, k)] + [(0, 0)] * (x.ndim - 1)
+        return jnp.pad(x, padding)[k : k + num_steps]
+
+    n_step_return = jnp.zeros_like(rewards)
+    discount_so_far = jnp.ones_like(rewards)
+    still_open = jnp.ones_like(rewards)  # 1 while the window starting at t has not closed yet
+    for k in range(min(n, num_steps)):
+        reward_k = shifted(rewards, k)
+        discount_k = shifted(discounts, k)
+        bootstrap_k = shifted(bootstrap_values, k)
+        continues_k = shifted(continuing, k)
+
+        n_step_return = n_step_return + still_open * discount_so_far * reward_k
+        discount_so_far = discount_so_far * discount_k
+        is_last_row = (time_index + k == num_steps - 1).astype(rewards.dtype)
+        window_closes = still_open * jnp.maximum(
+            jnp.maximum(1.0 - continues_k, is_last_row),
+            jnp.asarray(float(k == n - 1), rewards.dtype),
+        )
+        n_step_return = n_step_return + window_closes * discount_so_far * bootstrap_k
+        still_open = still_open - window_closes
+    return jax.lax.stop_gradient(n_step_return)

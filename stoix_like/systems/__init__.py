@@ -1,0 +1,1 @@
+"""One module per algorithm; each holds only what is particular to that algorithm."""

@@ -1,0 +1,174 @@
+"""PPO (Schulman et al., 2017) with truncation-correct GAE, for discrete and continuous actions.
+
+The policy head follows the env's action space (categorical or tanh-Gaussian), so one system covers both.
+One update: rollout → advantages → epochs × minibatches of clipped actor and critic updates.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+import jax
+import jax.numpy as jnp
+
+from stoix_like import experiment, normalization, parallel
+from stoix_like.budget import Budget
+from stoix_like.envs.environment import Environment
+from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.evaluator import actor_policy
+from stoix_like.networks.factory import build_actor, build_critic
+from stoix_like.ops.losses import clipped_value_loss, ppo_clip_loss
+from stoix_like.ops.returns import truncated_gae
+from stoix_like.optim import make_optimizer
+from stoix_like.types import (
+    ActorCriticApplyFns,
+    ActorCriticOptStates,
+    ActorCriticParams,
+    ActorCriticUpdateFns,
+    OnPolicyLearnerState,
+    PPOTransition,
+)
+
+
+def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
+                   config: Any, budget: Budget):
+    system = config.system
+    actor_apply, critic_apply = apply_fns
+    actor_update, critic_update = update_fns
+
+    def rollout(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, PPOTransition]:
+        def env_step(state: OnPolicyLearnerState, _: None):
+            key, policy_key = jax.random.split(state.key)
+            observation = normalization.normalize(state.obs_norm, state.timestep.observation)
+            dist = actor_apply(state.params.actor, observation)
+            action = dist.sample(policy_key)
+            env_state, timestep = env.step(state.env_state, dist.to_env_action(action))
+            truncated = timestep.last() & (timestep.discount != 0.0)
+            transition = PPOTransition(
+                done=timestep.last(),
+                truncated=truncated,
+                action=action,
+                value=critic_apply(state.params.critic, observation),
+                next_value=jnp.zeros_like(timestep.reward),  # filled in below, in one batched call
+                reward=timestep.reward,
+                log_prob=dist.log_prob(action),
+                observation=state.timestep.observation,
+                episode_metrics=timestep.extras["episode_metrics"],
+            )
+            next_observation = timestep.extras["next_obs"]
+            return state._replace(key=key, env_state=env_state, timestep=timestep), (transition, next_observation)
+
+        state, (traj, next_observations) = jax.lax.scan(env_step, state, None, length=system.rollout_length)
+        # The value of each step's true successor: one (T × envs) batched pass instead of T small ones.
+        next_values = critic_apply(state.params.critic, normalization.normalize(state.obs_norm, next_observations))
+        return state, traj._replace(next_value=next_values)
+
+    def actor_loss(actor_params, traj: PPOTransition, advantages: jax.Array, obs_norm, key: jax.Array):
+        dist = actor_apply(actor_params, normalization.normalize(obs_norm, traj.observation))
+        log_prob = dist.log_prob(traj.action)
+        if system.standardize_advantages:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        policy_loss = ppo_clip_loss(log_prob, traj.log_prob, advantages, system.clip_eps)
+        entropy = dist.entropy(seed=key).mean()
+        approx_kl = jnp.mean(traj.log_prob - log_prob)
+        total = policy_loss - system.ent_coef * entropy
+        return total, {"actor_loss": policy_loss, "entropy": entropy, "approx_kl": approx_kl}
+
+    def critic_loss(critic_params, traj: PPOTransition, targets: jax.Array, obs_norm):
+        values = critic_apply(critic_params, normalization.normalize(obs_norm, traj.observation))
+        value_loss = clipped_value_loss(values, traj.value, targets, system.clip_eps)
+        return system.vf_coef * value_loss, {"value_loss": value_loss}
+
+    def update_minibatch(carry, minibatch):
+        params, opt_states, obs_norm, key = carry
+        traj, advantages, targets = minibatch
+        key, entropy_key = jax.random.split(key)
+        actor_grads, actor_metrics = jax.grad(actor_loss, has_aux=True)(
+            params.actor, traj, advantages, obs_norm, entropy_key)
+        critic_grads, critic_metrics = jax.grad(critic_loss, has_aux=True)(params.critic, traj, targets, obs_norm)
+        actor_grads, critic_grads, metrics = parallel.pmean_batch_then_device(
+            (actor_grads, critic_grads, {**actor_metrics, **critic_metrics}))
+        actor_updates, actor_opt = actor_update(actor_grads, opt_states.actor, params.actor)
+        critic_updates, critic_opt = critic_update(critic_grads, opt_states.critic, params.critic)
+        params = ActorCriticParams(
+            jax.tree_util.tree_map(jnp.add, params.actor, actor_updates),
+            jax.tree_util.tree_map(jnp.add, params.critic, critic_updates),
+        )
+        return (params, ActorCriticOptStates(actor_opt, critic_opt), obs_norm, key), metrics
+
+    def update_epoch(carry, _):
+        params, opt_states, obs_norm, key, batch = carry
+        key, shuffle_key, minibatch_key = jax.random.split(key, 3)
+        batch_size = budget.rollout_length * budget.num_envs
+        permutation = jax.random.permutation(shuffle_key, batch_size)
+
+        def to_minibatches(x):
+            x = x.reshape((batch_size,) + x.shape[2:])[permutation]
+            return x.reshape((system.num_minibatches, -1) + x.shape[1:])
+
+        minibatches = jax.tree_util.tree_map(to_minibatches, batch)
+        (params, opt_states, obs_norm, _), metrics = jax.lax.scan(
+            update_minibatch, (params, opt_states, obs_norm, minibatch_key), minibatches)
+        return (params, opt_states, obs_norm, key, batch), metrics
+
+    def update_step(state: OnPolicyLearnerState):
+        state, traj = rollout(state)
+        advantages, targets = truncated_gae(
+            traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma, system.gae_lambda)
+        key, epoch_key = jax.random.split(state.key)
+        (params, opt_states, _, _, _), metrics = jax.lax.scan(
+            update_epoch, (state.params, state.opt_states, state.obs_norm, epoch_key, (traj, advantages, targets)),
+            None, length=system.epochs)
+        # Statistics move only after learning, so log-probs above were computed under the rollout's statistics.
+        obs_norm = state.obs_norm
+        if system.normalize_observations:
+            obs_norm = normalization.update(obs_norm, traj.observation.agent_view)
+        state = state._replace(params=params, opt_states=opt_states, key=key, obs_norm=obs_norm)
+        train_metrics = jax.tree_util.tree_map(jnp.mean, metrics)
+        return state, {"episode_metrics": traj.episode_metrics, "train_metrics": train_metrics}
+
+    return parallel.scan_updates(update_step, budget.updates_per_evaluation)
+
+
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
+    system = config.system
+    experiment.check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
+                             "system.num_minibatches", int(system.num_minibatches))
+    actor = build_actor(config.network, env.action_space)
+    critic = build_critic(config.network)
+    batched_env = VmapWrapper(env)
+
+    key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
+    _, example = env.reset(jax.random.PRNGKey(0))
+    observation = jax.tree_util.tree_map(lambda x: x[None], example.observation)
+    params = ActorCriticParams(actor.init(actor_key, observation), critic.init(critic_key, observation))
+
+    optimizer_steps = budget.num_updates * int(system.epochs) * int(system.num_minibatches)
+    actor_optimizer = make_optimizer(system.actor_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
+    critic_optimizer = make_optimizer(system.critic_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
+    opt_states = ActorCriticOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(params.critic))
+    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
+
+    env_state, timestep = parallel.reset_envs_per_slot(batched_env, env_key, budget.update_batch_size, budget.num_envs)
+    replicated = parallel.broadcast_to_devices_and_batch((params, opt_states, obs_norm), budget.update_batch_size)
+    learner_state = OnPolicyLearnerState(
+        params=replicated[0], opt_states=replicated[1], obs_norm=replicated[2],
+        key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
+        env_state=env_state, timestep=timestep,
+    )
+    learner_fn = get_learner_fn(
+        batched_env,
+        ActorCriticApplyFns(actor.apply, critic.apply),
+        ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update),
+        config, budget,
+    )
+    return experiment.SystemSetup(
+        learn=parallel.distribute(learner_fn),
+        learner_state=learner_state,
+        eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
+        eval_params=lambda slot: (slot.params.actor, slot.obs_norm),
+    )
+
+
+def run_experiment(config: Any) -> float:
+    return experiment.run(config, learner_setup, algorithm="ppo")

@@ -1,0 +1,123 @@
+"""The named pytrees that flow between layers.
+
+NamedTuples are zero-overhead pytrees with named fields: jit, vmap, pmap and orbax all see plain tuples,
+while code reads `state.params.actor` instead of `state[0][0]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, NamedTuple
+
+import chex
+import jax.numpy as jnp
+
+Array = chex.Array
+PRNGKey = chex.PRNGKey
+Params = Any  # a flax parameter tree
+OptState = Any  # an optax optimiser state
+EnvState = Any  # whatever the wrapped environment carries between steps
+Metrics = Dict[str, Array]
+
+
+class StepType:
+    """Where a TimeStep sits in its episode (the dm_env convention, as int8 so it batches cheaply)."""
+
+    FIRST = 0
+    MID = 1
+    LAST = 2
+
+
+class Observation(NamedTuple):
+    """What an agent sees.
+
+    `action_mask` is True for legal actions (all True where the suite has no masks, and for continuous
+    actions a single True per step so the field always exists). `step_count` is the step within the episode.
+    """
+
+    agent_view: Array
+    action_mask: Array
+    step_count: Array
+
+
+class TimeStep(NamedTuple):
+    """One environment transition as seen by the agent.
+
+    `discount` is 0 only when the episode truly terminated; a time-limit truncation keeps discount 1 so that
+    returns bootstrap from the value of the last observation. `extras` holds `next_obs` (the observation the
+    step really produced, before any auto-reset) and `episode_metrics`.
+    """
+
+    step_type: Array
+    reward: Array
+    discount: Array
+    observation: Observation
+    extras: Dict[str, Any]
+
+    def first(self) -> Array:
+        return self.step_type == StepType.FIRST
+
+    def mid(self) -> Array:
+        return self.step_type == StepType.MID
+
+    def last(self) -> Array:
+        return self.step_type == StepType.LAST
+
+
+class ActorCriticParams(NamedTuple):
+    actor: Params
+    critic: Params
+
+
+class ActorCriticOptStates(NamedTuple):
+    actor: OptState
+    critic: OptState
+
+
+class ActorCriticApplyFns(NamedTuple):
+    actor: Callable
+    critic: Callable
+
+
+class ActorCriticUpdateFns(NamedTuple):
+    actor: Callable
+    critic: Callable
+
+
+class OnPolicyLearnerState(NamedTuple):
+    """Everything an on-policy learner carries from one update to the next.
+
+    Leaves carry leading axes (n_devices, update_batch_size, ...); the env batch sits inside.
+    """
+
+    params: Any
+    opt_states: Any
+    key: PRNGKey
+    env_state: EnvState
+    timestep: TimeStep
+    obs_norm: Any  # stoix_like.normalization.RunningStatistics, or an empty tuple when switched off
+
+
+class PPOTransition(NamedTuple):
+    """One time-major rollout step, as PPO needs it."""
+
+    done: Array  # the episode ended here (terminated or truncated): GAE must not cross it
+    truncated: Array  # ended by the time limit: bootstrap from next_value instead of zero
+    action: Array
+    value: Array
+    next_value: Array  # value of extras["next_obs"], the true successor (pre-reset) observation
+    reward: Array
+    log_prob: Array
+    observation: Observation
+    episode_metrics: Dict[str, Array]
+
+
+class ExperimentOutput(NamedTuple):
+    """What one call of a learner returns: the new state, episode metrics and training metrics."""
+
+    learner_state: Any
+    episode_metrics: Metrics
+    train_metrics: Metrics
+
+
+def zeros_like_observation(obs: Observation) -> Observation:
+    return Observation(*(jnp.zeros_like(x) for x in obs))
