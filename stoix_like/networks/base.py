@@ -24,3 +24,14 @@ class FeedForwardCritic(nn.Module):
     @nn.compact
     def __call__(self, observation: Observation) -> jax.Array:
         return self.critic_head(self.torso(observation.agent_view))
+
+
+class FeedForwardQNetwork(nn.Module):
+    """Observation in, action values out (the head decides their form: scalars, atoms or quantiles)."""
+
+    torso: nn.Module
+    q_head: nn.Module
+
+    @nn.compact
+    def __call__(self, observation: Observation):
+        return self.q_head(self.torso(observation.agent_view))

@@ -28,3 +28,12 @@ def build_critic(network_config: Any) -> FeedForwardCritic:
         torso=instantiate(network_config.critic_network.pre_torso),
         critic_head=instantiate(network_config.critic_network.critic_head),
     )
+
+
+def build_q_network(network_config: Any, action_space: ActionSpace):
+    from stoix_like.networks.base import FeedForwardQNetwork
+
+    return FeedForwardQNetwork(
+        torso=instantiate(network_config.q_network.pre_torso),
+        q_head=instantiate(network_config.q_network.q_head, _partial_=True)(action_space=action_space),
+    )

@@ -54,3 +54,20 @@ class ScalarCriticHead(nn.Module):
     @nn.compact
     def __call__(self, features: jax.Array) -> jax.Array:
         return nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(features).squeeze(-1)
+
+
+class DiscreteQHead(nn.Module):
+    """One Q-value per action."""
+
+    num_actions: int
+
+    @nn.compact
+    def __call__(self, features: jax.Array) -> jax.Array:
+        return nn.Dense(self.num_actions, kernel_init=nn.initializers.orthogonal(1.0))(features)
+
+
+def q_head(action_space: ActionSpace, **kwargs) -> nn.Module:
+    """The Q head for a discrete action space; a continuous space is a clear error."""
+    if not isinstance(action_space, DiscreteActionSpace):
+        raise TypeError(f"a discrete Q head needs discrete actions, the env has {action_space!r}")
+    return DiscreteQHead(num_actions=action_space.num_actions, **kwargs)

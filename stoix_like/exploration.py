@@ -1,0 +1,23 @@
+"""Exploration for value-based acting: a linearly decaying epsilon and masked epsilon-greedy selection."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def linear_epsilon(step: jax.Array, start: float, end: float, decay_steps: int) -> jax.Array:
+    """Epsilon after `step` acting steps, decayed linearly from `start` to `end` over `decay_steps`."""
+    fraction = jnp.clip(step / max(decay_steps, 1), 0.0, 1.0)
+    return start + fraction * (end - start)
+
+
+def epsilon_greedy(key: jax.Array, q_values: jax.Array, action_mask: jax.Array, epsilon: jax.Array) -> jax.Array:
+    """Greedy over legal actions with probability 1−ε, else uniform over legal actions. Shapes (..., A)."""
+    explore_key, uniform_key = jax.random.split(key)
+    greedy = jnp.argmax(jnp.where(action_mask, q_values, -jnp.inf), axis=-1)
+    # uniform over legal actions: the argmax of random noise restricted to the mask
+    noise = jax.random.uniform(uniform_key, q_values.shape)
+    random_legal = jnp.argmax(jnp.where(action_mask, noise, -1.0), axis=-1)
+    explore = jax.random.uniform(explore_key, greedy.shape) < epsilon
+    return jnp.where(explore, random_legal, greedy)
