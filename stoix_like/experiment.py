@@ -25,7 +25,9 @@ ABSOLUTE_METRIC_EPISODE_FACTOR = 10
 
 
 class SystemSetup(NamedTuple):
-    learn: Callable  # distributed learner: state -> (state, {"episode_metrics": ..., "train_metrics": ...})
+    # the per-device learner, not yet distributed: state -> (state, {"episode_metrics": ..., "train_metrics": ...});
+    # the experiment distributes it (and could vmap seeds around it) through stoix_like.parallel
+    learner_fn: Callable
     learner_state: Any  # leaves lead with (local devices, update batch)
     eval_policy: EvalPolicy
     eval_params: Callable[[Any], Any]  # one slot of the learner state -> what eval_policy needs
@@ -98,7 +100,7 @@ def run(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> float:
     evaluate = make_evaluator(eval_env, setup.eval_policy, num_eval_episodes)
 
     compile_start = time.perf_counter()
-    learn = setup.learn.lower(setup.learner_state).compile()
+    learn = parallel.distribute(setup.learner_fn).lower(setup.learner_state).compile()
     compile_seconds = time.perf_counter() - compile_start
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
 

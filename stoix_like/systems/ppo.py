@@ -163,7 +163,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
         config, budget,
     )
     return experiment.SystemSetup(
-        learn=parallel.distribute(learner_fn),
+        learner_fn=learner_fn,
         learner_state=learner_state,
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
         eval_params=lambda slot: (slot.params.actor, slot.obs_norm),
