@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, NamedTuple
 
 import chex
-import jax.numpy as jnp
 
 Array = chex.Array
 PRNGKey = chex.PRNGKey
@@ -111,6 +110,31 @@ class PPOTransition(NamedTuple):
     episode_metrics: Dict[str, Array]
 
 
+class RolloutStep(NamedTuple):
+    """One time-major step of an on-policy rollout (stoix_like.systems.on_policy.collect_rollout)."""
+
+    observation: Observation  # what the action was chosen from, un-normalised
+    action: Array
+    reward: Array
+    discount: Array  # 0 only where the episode truly terminated
+    done: Array  # the episode ended here (terminated or truncated): multi-step returns must not cross it
+    next_observation: Observation  # extras["next_obs"]: the true (pre-reset) successor, for bootstrapping
+    episode_metrics: Dict[str, Array]
+    policy_extras: Any  # whatever the acting function recorded per step (PPO: value and log-prob)
+
+
+class PQNLearnerState(NamedTuple):
+    """An on-policy learner state that also counts env steps, which drive PQN's epsilon schedule."""
+
+    params: Any
+    opt_states: Any
+    key: PRNGKey
+    env_state: EnvState
+    timestep: TimeStep
+    obs_norm: Any
+    env_steps: Array  # env steps taken so far, all devices and envs together (the budget's unit)
+
+
 class ExperimentOutput(NamedTuple):
     """What one call of a learner returns: the new state, episode metrics and training metrics."""
 
@@ -119,5 +143,22 @@ class ExperimentOutput(NamedTuple):
     train_metrics: Metrics
 
 
-def zeros_like_observation(obs: Observation) -> Observation:
-    return Observation(*(jnp.zeros_like(x) for x in obs))
+class OffPolicyLearnerState(NamedTuple):
+    """An off-policy learner's state: the replay buffer travels with it (vmapped, pmapped, checkpointed)."""
+
+    params: Any
+    opt_states: Any
+    buffer_state: Any
+    key: PRNGKey
+    env_state: EnvState
+    timestep: TimeStep
+    obs_norm: Any
+    env_steps: Array  # env steps taken by this (device, batch) slot, all its envs together
+    update_count: Array  # gradient steps taken: drives periodic target updates
+
+
+class OnlineAndTarget(NamedTuple):
+    """A network's online parameters and its slowly-following target copy."""
+
+    online: Params
+    target: Params

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, Tuple
 import jax
 import jax.numpy as jnp
 
-from stoix_like.envs.environment import Environment, Wrapper
+from stoix_like.envs.environment import Wrapper
 from stoix_like.types import Array, EnvState, Observation, PRNGKey, StepType, TimeStep
 
 

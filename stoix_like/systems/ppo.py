@@ -20,6 +20,7 @@ from stoix_like.networks.factory import build_actor, build_critic
 from stoix_like.ops.losses import clipped_value_loss, ppo_clip_loss
 from stoix_like.ops.returns import truncated_gae
 from stoix_like.optim import make_optimizer
+from stoix_like.systems import on_policy
 from stoix_like.types import (
     ActorCriticApplyFns,
     ActorCriticOptStates,
@@ -36,32 +37,28 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
     actor_apply, critic_apply = apply_fns
     actor_update, critic_update = update_fns
 
-    def rollout(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, PPOTransition]:
-        def env_step(state: OnPolicyLearnerState, _: None):
-            key, policy_key = jax.random.split(state.key)
-            observation = normalization.normalize(state.obs_norm, state.timestep.observation)
-            dist = actor_apply(state.params.actor, observation)
-            action = dist.sample(policy_key)
-            env_state, timestep = env.step(state.env_state, dist.to_env_action(action))
-            truncated = timestep.last() & (timestep.discount != 0.0)
-            transition = PPOTransition(
-                done=timestep.last(),
-                truncated=truncated,
-                action=action,
-                value=critic_apply(state.params.critic, observation),
-                next_value=jnp.zeros_like(timestep.reward),  # filled in below, in one batched call
-                reward=timestep.reward,
-                log_prob=dist.log_prob(action),
-                observation=state.timestep.observation,
-                episode_metrics=timestep.extras["episode_metrics"],
-            )
-            next_observation = timestep.extras["next_obs"]
-            return state._replace(key=key, env_state=env_state, timestep=timestep), (transition, next_observation)
+    def act(params: ActorCriticParams, observation, key: jax.Array):
+        dist = actor_apply(params.actor, observation)
+        action = dist.sample(key)
+        recorded = {"value": critic_apply(params.critic, observation), "log_prob": dist.log_prob(action)}
+        return action, dist.to_env_action(action), recorded
 
-        state, (traj, next_observations) = jax.lax.scan(env_step, state, None, length=system.rollout_length)
+    def rollout(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, PPOTransition]:
+        state, steps = on_policy.collect_rollout(env, act, state, system.rollout_length)
         # The value of each step's true successor: one (T × envs) batched pass instead of T small ones.
-        next_values = critic_apply(state.params.critic, normalization.normalize(state.obs_norm, next_observations))
-        return state, traj._replace(next_value=next_values)
+        next_observations = normalization.normalize(state.obs_norm, steps.next_observation)
+        next_values = critic_apply(state.params.critic, next_observations)
+        return state, PPOTransition(
+            done=steps.done,
+            truncated=steps.done & (steps.discount != 0.0),
+            action=steps.action,
+            value=steps.policy_extras["value"],
+            next_value=next_values,
+            reward=steps.reward,
+            log_prob=steps.policy_extras["log_prob"],
+            observation=steps.observation,
+            episode_metrics=steps.episode_metrics,
+        )
 
     def actor_loss(actor_params, traj: PPOTransition, advantages: jax.Array, obs_norm, key: jax.Array):
         dist = actor_apply(actor_params, normalization.normalize(obs_norm, traj.observation))
@@ -79,10 +76,9 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
         value_loss = clipped_value_loss(values, traj.value, targets, system.clip_eps)
         return system.vf_coef * value_loss, {"value_loss": value_loss}
 
-    def update_minibatch(carry, minibatch):
-        params, opt_states, obs_norm, key = carry
+    def update_minibatch(carry, minibatch, entropy_key: jax.Array):
+        params, opt_states, obs_norm = carry
         traj, advantages, targets = minibatch
-        key, entropy_key = jax.random.split(key)
         actor_grads, actor_metrics = jax.grad(actor_loss, has_aux=True)(
             params.actor, traj, advantages, obs_norm, entropy_key)
         critic_grads, critic_metrics = jax.grad(critic_loss, has_aux=True)(params.critic, traj, targets, obs_norm)
@@ -94,31 +90,16 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
             jax.tree_util.tree_map(jnp.add, params.actor, actor_updates),
             jax.tree_util.tree_map(jnp.add, params.critic, critic_updates),
         )
-        return (params, ActorCriticOptStates(actor_opt, critic_opt), obs_norm, key), metrics
-
-    def update_epoch(carry, _):
-        params, opt_states, obs_norm, key, batch = carry
-        key, shuffle_key, minibatch_key = jax.random.split(key, 3)
-        batch_size = budget.rollout_length * budget.num_envs
-        permutation = jax.random.permutation(shuffle_key, batch_size)
-
-        def to_minibatches(x):
-            x = x.reshape((batch_size,) + x.shape[2:])[permutation]
-            return x.reshape((system.num_minibatches, -1) + x.shape[1:])
-
-        minibatches = jax.tree_util.tree_map(to_minibatches, batch)
-        (params, opt_states, obs_norm, _), metrics = jax.lax.scan(
-            update_minibatch, (params, opt_states, obs_norm, minibatch_key), minibatches)
-        return (params, opt_states, obs_norm, key, batch), metrics
+        return (params, ActorCriticOptStates(actor_opt, critic_opt), obs_norm), metrics
 
     def update_step(state: OnPolicyLearnerState):
         state, traj = rollout(state)
         advantages, targets = truncated_gae(
             traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma, system.gae_lambda)
         key, epoch_key = jax.random.split(state.key)
-        (params, opt_states, _, _, _), metrics = jax.lax.scan(
-            update_epoch, (state.params, state.opt_states, state.obs_norm, epoch_key, (traj, advantages, targets)),
-            None, length=system.epochs)
+        (params, opt_states, _), metrics = on_policy.update_over_epochs(
+            update_minibatch, (state.params, state.opt_states, state.obs_norm), (traj, advantages, targets),
+            epoch_key, system.epochs, system.num_minibatches)
         # Statistics move only after learning, so log-probs above were computed under the rollout's statistics.
         obs_norm = state.obs_norm
         if system.normalize_observations:

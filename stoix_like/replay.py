@@ -1,0 +1,100 @@
+"""Replay for off-policy systems: a flashbax trajectory buffer whose state lives in the learner state.
+
+Sequences of `n_step` consecutive transitions are sampled and turned into one n-step transition, so every
+value-based or actor-critic loss sees the same 1-step shape `(obs, action, reward, discount, next_obs)`
+whatever `n_step` is. Keeping the buffer state inside the learner state means it is vmapped over seeds,
+pmapped over devices and checkpointed like everything else.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import chex
+import flashbax as fbx
+import jax
+import jax.numpy as jnp
+
+from stoix_like.budget import Budget
+from stoix_like.errors import ConfigError
+from stoix_like.types import Observation
+
+
+class Transition(NamedTuple):
+    """One stored env step. `next_observation` is the true successor (pre-reset), so truncation bootstraps."""
+
+    observation: Observation
+    action: chex.Array
+    reward: chex.Array
+    discount: chex.Array  # 0 only where the episode terminated
+    last: chex.Array  # the episode ended here (terminated or truncated): an n-step sum stops
+    next_observation: Observation
+
+
+def make_buffer(system_config: Any, budget: Budget, prioritised: bool = False):
+    """A trajectory buffer per (device, batch) slot, sized so that all slots together hold `buffer_size`.
+
+    Raises a ConfigError, before anything compiles, when the buffer cannot hold one sampled batch.
+    """
+    slots = budget.n_devices * budget.update_batch_size
+    per_slot_size = int(system_config.buffer_size) // slots
+    batch_size = int(system_config.batch_size)
+    n_step = int(system_config.get("n_step", 1) or 1)
+    per_env_length = per_slot_size // budget.num_envs
+    warmup = budget.warmup_rollout_length
+    if n_step < 1:
+        raise ConfigError(f"system.n_step={n_step} must be at least 1.")
+    if per_env_length < n_step or per_slot_size < batch_size:
+        raise ConfigError(
+            f"system.buffer_size={system_config.buffer_size} holds {per_slot_size} transitions per "
+            f"(device, batch) slot ({per_env_length} per env), fewer than system.batch_size={batch_size} "
+            f"or system.n_step={n_step}; raise system.buffer_size to at least {max(batch_size, n_step * budget.num_envs) * slots}."
+        )
+    if max(warmup, budget.rollout_length) < n_step and warmup + budget.rollout_length < n_step:
+        raise ConfigError(
+            f"system.n_step={n_step} is longer than system.warmup_rollout_length + system.rollout_length "
+            f"= {warmup + budget.rollout_length}: no full n-step sequence exists when learning starts."
+        )
+    kwargs = dict(
+        add_batch_size=budget.num_envs,
+        sample_batch_size=batch_size,
+        sample_sequence_length=n_step,
+        period=1,
+        min_length_time_axis=n_step,
+        max_length_time_axis=per_env_length,
+    )
+    if prioritised:
+        return fbx.make_prioritised_trajectory_buffer(
+            priority_exponent=float(system_config.priority_exponent), device="cpu", **kwargs)
+    return fbx.make_trajectory_buffer(**kwargs)
+
+
+def add_rollout(buffer, buffer_state, time_major: Transition):
+    """Add a (T, num_envs, ...) rollout; flashbax wants (num_envs, T, ...)."""
+    return buffer.add(buffer_state, jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), time_major))
+
+
+def n_step_transition(sequence: Transition, gamma: float) -> Transition:
+    """Collapse sampled sequences (B, n, ...) into n-step transitions (B, ...).
+
+    With m the index of the first step that ends an episode (or n−1): reward = Σ_{k≤m} γ^k r_k,
+    discount = γ^{m+1} · d_m (zero if step m terminated), next_observation = next_obs_m. A truncation ends
+    the sum but keeps the bootstrap, so time limits are not mistaken for terminations.
+    """
+    n = sequence.reward.shape[1]
+    last = sequence.last.astype(bool)
+    # steps after the first episode end belong to another episode and must not count
+    ended_before = jnp.cumsum(last, axis=1) - last > 0
+    powers = gamma ** jnp.arange(n, dtype=jnp.float32)
+    reward = jnp.sum(jnp.where(ended_before, 0.0, sequence.reward) * powers, axis=1)
+    bootstrap_index = jnp.where(last.any(axis=1), jnp.argmax(last, axis=1), n - 1)
+    take = lambda x: jnp.take_along_axis(x, bootstrap_index.reshape((-1,) + (1,) * (x.ndim - 1)), axis=1)[:, 0]
+    discount = (gamma ** (bootstrap_index + 1).astype(jnp.float32)) * take(sequence.discount)
+    return Transition(
+        observation=jax.tree_util.tree_map(lambda x: x[:, 0], sequence.observation),
+        action=sequence.action[:, 0],
+        reward=reward,
+        discount=discount,
+        last=take(last),
+        next_observation=jax.tree_util.tree_map(take, sequence.next_observation),
+    )

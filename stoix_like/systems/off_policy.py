@@ -1,0 +1,135 @@
+"""The off-policy skeleton every replay-based system shares.
+
+One update: act for `rollout_length` steps into the replay buffer → `epochs` gradient steps, each on a
+sampled batch of n-step transitions. An algorithm supplies only how to act and how to learn from a batch:
+
+    act(params, observation, key, global_env_steps) -> (stored_action, env_action)      (batched over envs)
+    learn_from_batch(params, opt_states, batch, weights, key, update_count)
+        -> (params, opt_states, metrics, priorities)                                    (priorities: [B])
+
+Warm-up steps fill the buffer before learning; they count in the step budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from stoix_like import experiment, normalization, parallel, replay
+from stoix_like.budget import Budget
+from stoix_like.envs.environment import Environment
+from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.errors import ConfigError
+from stoix_like.evaluator import EvalPolicy
+from stoix_like.types import OffPolicyLearnerState
+
+ActFn = Callable[[Any, Any, jax.Array, jax.Array], tuple]
+LearnFn = Callable[..., tuple]
+
+
+def get_learner_fn(env: VmapWrapper, buffer, act: ActFn, learn_from_batch: LearnFn, config: Any, budget: Budget,
+                   prioritised: bool = False):
+    """Returns `(learner_fn, warmup_fn)`, both per device (vmapped over the update batch)."""
+    system = config.system
+    slots = budget.n_devices * budget.update_batch_size
+    gamma = float(system.gamma)
+
+    def rollout(state: OffPolicyLearnerState, length: int):
+        def env_step(state: OffPolicyLearnerState, _: None):
+            key, act_key = jax.random.split(state.key)
+            observation = state.timestep.observation
+            stored_action, env_action = act(
+                state.params, normalization.normalize(state.obs_norm, observation), act_key, state.env_steps * slots)
+            env_state, timestep = env.step(state.env_state, env_action)
+            transition = replay.Transition(
+                observation=observation,  # stored raw: normalised with the statistics current at sampling time
+                action=stored_action,
+                reward=timestep.reward,
+                discount=timestep.discount,
+                last=timestep.last(),
+                next_observation=timestep.extras["next_obs"],
+            )
+            state = state._replace(key=key, env_state=env_state, timestep=timestep,
+                                   env_steps=state.env_steps + budget.num_envs)
+            return state, (transition, timestep.extras["episode_metrics"])
+
+        state, (traj, episode_metrics) = jax.lax.scan(env_step, state, None, length=length)
+        buffer_state = replay.add_rollout(buffer, state.buffer_state, traj)
+        obs_norm = state.obs_norm
+        if system.normalize_observations:
+            obs_norm = normalization.update(obs_norm, traj.observation.agent_view)
+        return state._replace(buffer_state=buffer_state, obs_norm=obs_norm), episode_metrics
+
+    def learn_step(state: OffPolicyLearnerState, _: None):
+        key, sample_key, learn_key = jax.random.split(state.key, 3)
+        sample = buffer.sample(state.buffer_state, sample_key)
+        batch = replay.n_step_transition(sample.experience, gamma)
+        batch = batch._replace(
+            observation=normalization.normalize(state.obs_norm, batch.observation),
+            next_observation=normalization.normalize(state.obs_norm, batch.next_observation),
+        )
+        buffer_state = state.buffer_state
+        if prioritised:
+            # importance weights undo the bias of prioritised sampling; normalised by the max for stability
+            weights = (1.0 / jnp.maximum(sample.probabilities, 1e-10)) ** float(system.importance_sampling_exponent)
+            weights = weights / jnp.max(weights)
+        else:
+            weights = jnp.ones_like(batch.reward)
+        params, opt_states, metrics, priorities = learn_from_batch(
+            state.params, state.opt_states, batch, weights, learn_key, state.update_count)
+        if prioritised:
+            buffer_state = buffer.set_priorities(buffer_state, sample.indices, priorities + 1e-6)
+        state = state._replace(params=params, opt_states=opt_states, buffer_state=buffer_state, key=key,
+                               update_count=state.update_count + 1)
+        return state, metrics
+
+    def update_step(state: OffPolicyLearnerState):
+        state, episode_metrics = rollout(state, budget.rollout_length)
+        state, metrics = jax.lax.scan(learn_step, state, None, length=int(system.epochs))
+        train_metrics = jax.tree_util.tree_map(jnp.mean, metrics)
+        return state, {"episode_metrics": episode_metrics, "train_metrics": train_metrics}
+
+    def warmup_step(state: OffPolicyLearnerState):
+        state, _ = rollout(state, budget.warmup_rollout_length)
+        return state, ()
+
+    return parallel.scan_updates(update_step, budget.updates_per_evaluation), parallel.scan_updates(warmup_step, 1)
+
+
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, params: Any, opt_states: Any,
+                  act: ActFn, learn_from_batch: LearnFn, eval_policy: EvalPolicy,
+                  eval_params: Callable[[OffPolicyLearnerState], Any], prioritised: bool = False
+                  ) -> experiment.SystemSetup:
+    """Everything but the algorithm: buffer, env states, replication, warm-up."""
+    system = config.system
+    if int(system.epochs) < 1:
+        raise ConfigError(f"system.epochs={system.epochs} (gradient steps per update) must be at least 1.")
+    buffer = replay.make_buffer(system, budget, prioritised=prioritised)
+    batched_env = VmapWrapper(env)
+    env_key, step_key = jax.random.split(key)
+
+    # one example transition (no batch axes) tells the buffer what it stores
+    _, example = env.reset(jax.random.PRNGKey(0))
+    example_action, _ = act(params, jax.tree_util.tree_map(lambda x: x[None], example.observation),
+                            jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
+    buffer_state = buffer.init(replay.Transition(
+        observation=example.observation, action=example_action[0], reward=example.reward,
+        discount=example.discount, last=example.last(), next_observation=example.observation))
+
+    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
+    env_state, timestep = parallel.reset_envs_per_slot(batched_env, env_key, budget.update_batch_size, budget.num_envs)
+    params, opt_states, obs_norm, buffer_state = parallel.broadcast_to_devices_and_batch(
+        (params, opt_states, obs_norm, buffer_state), budget.update_batch_size)
+    counter = parallel.broadcast_to_devices_and_batch(jnp.zeros((), jnp.int32), budget.update_batch_size)
+    learner_state = OffPolicyLearnerState(
+        params=params, opt_states=opt_states, buffer_state=buffer_state,
+        key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
+        env_state=env_state, timestep=timestep, obs_norm=obs_norm, env_steps=counter, update_count=counter,
+    )
+    learner_fn, warmup_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritised)
+    if budget.warmup_rollout_length:
+        learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
+    return experiment.SystemSetup(learner_fn=learner_fn, learner_state=learner_state, eval_policy=eval_policy,
+                                  eval_params=eval_params)

@@ -1,0 +1,86 @@
+"""What on-policy systems share: a rollout of the current policy, and epochs of shuffled minibatches.
+
+PPO and PQN differ in how they act and what they learn from a batch; how they collect the batch and sweep
+over it is the same, so it lives here once. Both helpers run inside the learner (one update-batch slot).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Tuple
+
+import jax
+
+from stoix_like import normalization
+from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.types import Observation, RolloutStep
+
+# act(params, normalised observation, key) -> (action to store, action for the env, per-step policy extras)
+ActFn = Callable[[Any, Observation, jax.Array], Tuple[jax.Array, jax.Array, Any]]
+# update_minibatch(carry, minibatch, key) -> (carry, metrics)
+MinibatchUpdateFn = Callable[[Any, Any, jax.Array], Tuple[Any, Any]]
+
+
+def collect_rollout(env: VmapWrapper, act: ActFn, state: Any, rollout_length: int) -> Tuple[Any, RolloutStep]:
+    """Steps the batched env `rollout_length` times with the current params; returns a time-major trajectory.
+
+    `state` is any learner state with `params`, `obs_norm`, `key`, `env_state` and `timestep` fields; the
+    policy sees observations normalised with the rollout's statistics, the trajectory keeps them raw.
+    """
+
+    def env_step(state: Any, _: None) -> Tuple[Any, RolloutStep]:
+        key, policy_key = jax.random.split(state.key)
+        observation = normalization.normalize(state.obs_norm, state.timestep.observation)
+        action, env_action, policy_extras = act(state.params, observation, policy_key)
+        env_state, timestep = env.step(state.env_state, env_action)
+        step = RolloutStep(
+            observation=state.timestep.observation,
+            action=action,
+            reward=timestep.reward,
+            discount=timestep.discount,
+            done=timestep.last(),
+            next_observation=timestep.extras["next_obs"],
+            episode_metrics=timestep.extras["episode_metrics"],
+            policy_extras=policy_extras,
+        )
+        return state._replace(key=key, env_state=env_state, timestep=timestep), step
+
+    return jax.lax.scan(env_step, state, None, length=rollout_length)
+
+
+def shuffled_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> Any:
+    """Flattens time-major `(T, num_envs, ...)` leaves, shuffles them with one shared permutation and splits
+    them into `(num_minibatches, T * num_envs / num_minibatches, ...)`."""
+    leaves = jax.tree_util.tree_leaves(batch)
+    batch_size = leaves[0].shape[0] * leaves[0].shape[1]
+    permutation = jax.random.permutation(key, batch_size)
+
+    def to_minibatches(x: jax.Array) -> jax.Array:
+        x = x.reshape((batch_size,) + x.shape[2:])[permutation]
+        return x.reshape((num_minibatches, -1) + x.shape[1:])
+
+    return jax.tree_util.tree_map(to_minibatches, batch)
+
+
+def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: Any, batch: Any, key: jax.Array,
+                       num_epochs: int, num_minibatches: int) -> Tuple[Any, Any]:
+    """`num_epochs` passes over `batch`, each reshuffled into `num_minibatches` minibatches.
+
+    `update_minibatch` gets its own key per minibatch. Returns the final carry and the metrics stacked as
+    `(num_epochs, num_minibatches, ...)`.
+    """
+
+    def update_one_minibatch(minibatch_carry, minibatch):
+        carry, key = minibatch_carry
+        key, minibatch_key = jax.random.split(key)
+        carry, metrics = update_minibatch(carry, minibatch, minibatch_key)
+        return (carry, key), metrics
+
+    def update_epoch(epoch_carry, _: None):
+        carry, key = epoch_carry
+        key, shuffle_key, minibatch_key = jax.random.split(key, 3)
+        minibatches = shuffled_minibatches(shuffle_key, batch, num_minibatches)
+        (carry, _), metrics = jax.lax.scan(update_one_minibatch, (carry, minibatch_key), minibatches)
+        return (carry, key), metrics
+
+    (carry, _), metrics = jax.lax.scan(update_epoch, (carry, key), None, length=num_epochs)
+    return carry, metrics

@@ -1,0 +1,128 @@
+"""PQN (Gallici et al., 2024, "Simplifying Deep Temporal Difference Learning"): Q(λ) without a replay buffer.
+
+Many parallel envs replace the buffer and LayerNorm in the Q-network replaces the target network, so PQN is an
+on-policy loop like PPO's: an ε-greedy rollout → Q(λ) targets from the rollout's own Q-values → epochs ×
+minibatches of regression onto those targets. Action masks are honoured when acting and in the target's max.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Tuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from stoix_like import experiment, normalization, parallel
+from stoix_like.budget import Budget
+from stoix_like.envs.environment import Environment
+from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.evaluator import greedy_q_policy
+from stoix_like.exploration import epsilon_greedy, linear_epsilon
+from stoix_like.networks.factory import build_q_network
+from stoix_like.ops.losses import l2_loss
+from stoix_like.ops.returns import lambda_returns
+from stoix_like.optim import make_optimizer
+from stoix_like.systems import on_policy
+from stoix_like.types import Observation, PQNLearnerState, RolloutStep
+
+
+def best_legal_value(q_values: jax.Array, action_mask: jax.Array) -> jax.Array:
+    """max over legal actions, (..., A) -> (...). A state with no legal action (some suites' terminal states)
+    gets 0 rather than -inf: it is only ever bootstrapped from with discount 0, and 0 × -inf would be NaN."""
+    best = jnp.max(jnp.where(action_mask, q_values, -jnp.inf), axis=-1)
+    return jnp.where(jnp.any(action_mask, axis=-1), best, 0.0)
+
+
+def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, config: Any, budget: Budget):
+    system = config.system
+    learning_steps = budget.num_updates * budget.steps_per_update
+    exploration_steps = int(float(system.exploration_fraction) * learning_steps)
+
+    def rollout(state: PQNLearnerState) -> Tuple[PQNLearnerState, RolloutStep, jax.Array]:
+        # one ε per rollout: it moves with the env steps taken by every env on every device
+        epsilon = linear_epsilon(state.env_steps, 1.0, float(system.training_epsilon), exploration_steps)
+
+        def act(q_params, observation: Observation, key: jax.Array):
+            action = epsilon_greedy(key, q_apply(q_params, observation), observation.action_mask, epsilon)
+            return action, action, ()
+
+        state, traj = on_policy.collect_rollout(env, act, state, system.rollout_length)
+        return state._replace(env_steps=state.env_steps + budget.steps_per_update), traj, epsilon
+
+    def q_lambda_targets(q_params, obs_norm, traj: RolloutStep) -> jax.Array:
+        # Q of every step's true successor in one (T × envs) batched pass, under the params that acted
+        next_q_values = q_apply(q_params, normalization.normalize(obs_norm, traj.next_observation))
+        bootstrap_values = best_legal_value(next_q_values, traj.next_observation.action_mask)
+        return lambda_returns(
+            rewards=traj.reward,
+            discounts=system.gamma * traj.discount,  # 0 only on termination: truncations still bootstrap
+            next_values=bootstrap_values,
+            continuations=1.0 - traj.done.astype(traj.reward.dtype),  # the λ-recursion stops at any episode end
+            lam=system.q_lambda,
+        )
+
+    def q_loss(q_params, obs_norm, observation: Observation, action: jax.Array, target: jax.Array):
+        q_values = q_apply(q_params, normalization.normalize(obs_norm, observation))
+        taken_q = jnp.take_along_axis(q_values, action[:, None], axis=-1).squeeze(-1)
+        loss = jnp.mean(l2_loss(taken_q - target))
+        return loss, {"q_loss": loss, "mean_q": jnp.mean(taken_q)}
+
+    def update_minibatch(carry, minibatch, key: jax.Array):
+        del key  # regression onto fixed targets needs no randomness
+        q_params, opt_state, obs_norm = carry
+        grads, metrics = jax.grad(q_loss, has_aux=True)(q_params, obs_norm, *minibatch)
+        grads, metrics = parallel.pmean_batch_then_device((grads, metrics))
+        updates, opt_state = q_update(grads, opt_state, q_params)
+        return (optax.apply_updates(q_params, updates), opt_state, obs_norm), metrics
+
+    def update_step(state: PQNLearnerState):
+        state, traj, epsilon = rollout(state)
+        targets = q_lambda_targets(state.params, state.obs_norm, traj)
+        key, epoch_key = jax.random.split(state.key)
+        (params, opt_state, _), metrics = on_policy.update_over_epochs(
+            update_minibatch, (state.params, state.opt_states, state.obs_norm),
+            (traj.observation, traj.action, targets), epoch_key, system.epochs, system.num_minibatches)
+        # statistics move only after learning, so the targets above and the regression share one normalisation
+        obs_norm = state.obs_norm
+        if system.normalize_observations:
+            obs_norm = normalization.update(obs_norm, traj.observation.agent_view)
+        state = state._replace(params=params, opt_states=opt_state, key=key, obs_norm=obs_norm)
+        train_metrics = {**jax.tree_util.tree_map(jnp.mean, metrics), "epsilon": epsilon}
+        return state, {"episode_metrics": traj.episode_metrics, "train_metrics": train_metrics}
+
+    return parallel.scan_updates(update_step, budget.updates_per_evaluation)
+
+
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
+    system = config.system
+    experiment.check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
+                             "system.num_minibatches", int(system.num_minibatches))
+    q_network = build_q_network(config.network, env.action_space)
+    batched_env = VmapWrapper(env)
+
+    key, q_key, env_key, step_key = jax.random.split(key, 4)
+    _, example = env.reset(jax.random.PRNGKey(0))
+    q_params = q_network.init(q_key, jax.tree_util.tree_map(lambda x: x[None], example.observation))
+
+    optimizer_steps = budget.num_updates * int(system.epochs) * int(system.num_minibatches)
+    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
+    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
+
+    env_state, timestep = parallel.reset_envs_per_slot(batched_env, env_key, budget.update_batch_size, budget.num_envs)
+    params, opt_state, obs_norm, env_steps = parallel.broadcast_to_devices_and_batch(
+        (q_params, optimizer.init(q_params), obs_norm, jnp.zeros((), jnp.int32)), budget.update_batch_size)
+    learner_state = PQNLearnerState(
+        params=params, opt_states=opt_state, key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
+        env_state=env_state, timestep=timestep, obs_norm=obs_norm, env_steps=env_steps,
+    )
+    return experiment.SystemSetup(
+        learner_fn=get_learner_fn(batched_env, q_network.apply, optimizer.update, config, budget),
+        learner_state=learner_state,
+        eval_policy=greedy_q_policy(q_network.apply),
+        eval_params=lambda slot: (slot.params, slot.obs_norm),
+    )
+
+
+def run_experiment(config: Any) -> float:
+    return experiment.run(config, learner_setup, algorithm="pqn")
