@@ -124,7 +124,7 @@ class RolloutStep(NamedTuple):
 
 
 class PQNLearnerState(NamedTuple):
-    """An on-policy learner state that also counts env steps, which drive PQN's epsilon schedule."""
+    """An on-policy learner state that also counts its updates, which drive PQN's epsilon schedule."""
 
     params: Any
     opt_states: Any
@@ -132,7 +132,7 @@ class PQNLearnerState(NamedTuple):
     env_state: EnvState
     timestep: TimeStep
     obs_norm: Any
-    env_steps: Array  # env steps taken so far, all devices and envs together (the budget's unit)
+    update_count: Array  # updates (rollout + learning) done so far
 
 
 class ExperimentOutput(NamedTuple):

@@ -36,19 +36,18 @@ def best_legal_value(q_values: jax.Array, action_mask: jax.Array) -> jax.Array:
 
 def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, config: Any, budget: Budget):
     system = config.system
-    learning_steps = budget.num_updates * budget.steps_per_update
-    exploration_steps = int(float(system.exploration_fraction) * learning_steps)
+    exploration_updates = int(float(system.exploration_fraction) * budget.num_updates)
 
     def rollout(state: PQNLearnerState) -> Tuple[PQNLearnerState, RolloutStep, jax.Array]:
-        # one ε per rollout: it moves with the env steps taken by every env on every device
-        epsilon = linear_epsilon(state.env_steps, 1.0, float(system.training_epsilon), exploration_steps)
+        # one ε per rollout, decayed over the first `exploration_fraction` of the updates
+        epsilon = linear_epsilon(state.update_count, 1.0, float(system.training_epsilon), exploration_updates)
 
         def act(q_params, observation: Observation, key: jax.Array):
             action = epsilon_greedy(key, q_apply(q_params, observation), observation.action_mask, epsilon)
             return action, action, ()
 
         state, traj = on_policy.collect_rollout(env, act, state, system.rollout_length)
-        return state._replace(env_steps=state.env_steps + budget.steps_per_update), traj, epsilon
+        return state._replace(update_count=state.update_count + 1), traj, epsilon
 
     def q_lambda_targets(q_params, obs_norm, traj: RolloutStep) -> jax.Array:
         # Q of every step's true successor in one (T × envs) batched pass, under the params that acted
@@ -110,11 +109,11 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
     obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
 
     env_state, timestep = parallel.reset_envs_per_slot(batched_env, env_key, budget.update_batch_size, budget.num_envs)
-    params, opt_state, obs_norm, env_steps = parallel.broadcast_to_devices_and_batch(
+    params, opt_state, obs_norm, update_count = parallel.broadcast_to_devices_and_batch(
         (q_params, optimizer.init(q_params), obs_norm, jnp.zeros((), jnp.int32)), budget.update_batch_size)
     learner_state = PQNLearnerState(
         params=params, opt_states=opt_state, key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
-        env_state=env_state, timestep=timestep, obs_norm=obs_norm, env_steps=env_steps,
+        env_state=env_state, timestep=timestep, obs_norm=obs_norm, update_count=update_count,
     )
     return experiment.SystemSetup(
         learner_fn=get_learner_fn(batched_env, q_network.apply, optimizer.update, config, budget),
