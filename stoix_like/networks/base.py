@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 
 from stoix_like.types import Observation
 
@@ -35,3 +36,16 @@ class FeedForwardQNetwork(nn.Module):
     @nn.compact
     def __call__(self, observation: Observation):
         return self.q_head(self.torso(observation.agent_view))
+
+
+class FeedForwardStateActionCritic(nn.Module):
+    """Q(s, a) for continuous actions: the observation and the (normalised) action go in together."""
+
+    torso: nn.Module
+    critic_head: nn.Module
+
+    @nn.compact
+    def __call__(self, observation: Observation, action: jax.Array):
+        view = observation.agent_view
+        features = jnp.concatenate([view.reshape(view.shape[:-1] + (-1,)), action], axis=-1)
+        return self.critic_head(self.torso(features))

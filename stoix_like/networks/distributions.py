@@ -3,6 +3,10 @@
 Both expose `sample(seed)`, `log_prob(action)`, `entropy(seed)`, `mode()` and `to_env_action(action)`.
 The continuous one samples *pre-tanh* actions: storing the raw sample and squashing only when the env is
 stepped keeps `log_prob` exact (inverting tanh near ±1 is numerically unstable).
+`DeterministicAction` (a deterministic policy's output, already in [-1, 1]) has no density.
+
+Continuous actions are rescaled from the unit box to the env's bounds in `unit_box_to_bounds` and nowhere
+else: critics and replay see the normalised action, only the env sees the rescaled one.
 """
 
 from __future__ import annotations
@@ -39,6 +43,11 @@ class MaskedCategorical:
         return action
 
 
+def unit_box_to_bounds(action: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
+    """Affine map of an action in [-1, 1] onto the env's box [low, high]."""
+    return low + (action + 1.0) * 0.5 * (high - low)
+
+
 class TanhGaussian:
     """Gaussian on pre-tanh actions; the env sees tanh(u) rescaled affinely to [low, high].
 
@@ -63,4 +72,25 @@ class TanhGaussian:
         return self.loc
 
     def to_env_action(self, pre_tanh_action: jax.Array) -> jax.Array:
-        return self.low + (jnp.tanh(pre_tanh_action) + 1.0) * 0.5 * (self.high - self.low)
+        return unit_box_to_bounds(self.squash(pre_tanh_action), self.low, self.high)
+
+    def squash(self, pre_tanh_action: jax.Array) -> jax.Array:
+        """The action in [-1, 1] that `log_prob` is the density of (what a Q-critic is trained on)."""
+        return jnp.tanh(pre_tanh_action)
+
+
+class DeterministicAction:
+    """A deterministic policy's action in [-1, 1], behind the distribution interface (for acting and evaluation)."""
+
+    def __init__(self, action: jax.Array, low: jax.Array, high: jax.Array):
+        self.action, self.low, self.high = action, low, high
+
+    def sample(self, seed: jax.Array) -> jax.Array:
+        del seed  # exploration noise is the system's business (stoix_like.exploration)
+        return self.action
+
+    def mode(self) -> jax.Array:
+        return self.action
+
+    def to_env_action(self, action: jax.Array) -> jax.Array:
+        return unit_box_to_bounds(action, self.low, self.high)

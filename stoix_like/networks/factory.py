@@ -7,7 +7,7 @@ from typing import Any
 import hydra.utils
 
 from stoix_like.envs.environment import ActionSpace
-from stoix_like.networks.base import FeedForwardActor, FeedForwardCritic
+from stoix_like.networks.base import FeedForwardActor, FeedForwardCritic, FeedForwardStateActionCritic
 
 
 def instantiate(node: Any, **kwargs: Any) -> Any:
@@ -25,6 +25,13 @@ def build_actor(network_config: Any, action_space: ActionSpace) -> FeedForwardAc
 
 def build_critic(network_config: Any) -> FeedForwardCritic:
     return FeedForwardCritic(
+        torso=instantiate(network_config.critic_network.pre_torso),
+        critic_head=instantiate(network_config.critic_network.critic_head),
+    )
+
+
+def build_state_action_critic(network_config: Any) -> FeedForwardStateActionCritic:
+    return FeedForwardStateActionCritic(
         torso=instantiate(network_config.critic_network.pre_torso),
         critic_head=instantiate(network_config.critic_network.critic_head),
     )

@@ -504,3 +504,59 @@ def sac_temperature_loss(log_alpha: Array, log_prob: Array, target_entropy: Nume
     chex.assert_type([log_alpha, log_prob], float)
     entropy_gap = jax.lax.stop_gradient(log_prob + target_entropy)
     return -jnp.mean(jnp.exp(log_alpha) * entropy_gap)
+
+
+def clipped_double_q_target(r_t: Array, discount_t: Array, q_t: Array, entropy_penalty_t: Optional[Array] = None
+                            ) -> Array:
+    """TD target from an ensemble of critics: r_t + discount_t * (min_c q_t[c] - entropy_penalty_t).
+
+    The minimum over critics counters the overestimation a single critic suffers (TD3's clipped double Q);
+    with one critic it is the plain DDPG target. SAC passes entropy_penalty_t = alpha * log pi(a_t|s_t).
+    A truncated transition keeps discount_t = gamma, so the target still bootstraps from q_t.
+
+    Args:
+      r_t: `[B]` rewards (n-step sums).
+      discount_t: `[B]` gamma^n * (1 - terminated).
+      q_t: `[C, B]` target critics' values of (s_t, a_t), a_t drawn from the (target) policy.
+      entropy_penalty_t: optional `[B]`.
+
+    Returns:
+      `[B]` targets, wrapped in `stop_gradient`.
+    """
+    chex.assert_rank([r_t, discount_t], 1)
+    chex.assert_rank(q_t, 2)
+    chex.assert_equal_shape([r_t, discount_t])
+    chex.assert_equal_shape_suffix([q_t, r_t], 1)
+    chex.assert_type([r_t, discount_t, q_t], float)
+    next_value = jnp.min(q_t, axis=0)
+    if entropy_penalty_t is not None:
+        chex.assert_equal_shape([entropy_penalty_t, r_t])
+        next_value = next_value - entropy_penalty_t
+    return jax.lax.stop_gradient(r_t + discount_t * next_value)
+
+
+def categorical_td_learning_loss(logits_tm1: Array, atoms: Array, r_t: Array, discount_t: Array,
+                                 logits_t: Array) -> Array:
+    """Distributional TD loss for a categorical critic of a given action (D4PG): cross-entropy between
+    Z(s_tm1, a_tm1) and r_t + discount_t * Z_target(s_t, a_t), projected back onto `atoms`.
+
+    Args:
+      logits_tm1: `[B, N]` online logits of Z(s_tm1, a_tm1) (differentiated).
+      atoms: `[N]` fixed, increasing support.
+      r_t: `[B]` rewards (n-step sums).
+      discount_t: `[B]` gamma^n * (1 - terminated).
+      logits_t: `[B, N]` target logits of Z(s_t, a_t), a_t from the target policy.
+
+    Returns:
+      `[B]` per-example cross-entropy.
+    """
+    chex.assert_rank([logits_tm1, logits_t], 2)
+    chex.assert_rank([atoms, r_t, discount_t], 1)
+    chex.assert_equal_shape([logits_tm1, logits_t])
+    chex.assert_equal_shape([r_t, discount_t])
+    chex.assert_axis_dimension(logits_tm1, 1, atoms.shape[0])
+    chex.assert_type([logits_tm1, atoms, r_t, discount_t, logits_t], float)
+    target_support = r_t[:, None] + discount_t[:, None] * atoms[None, :]
+    target_probs = jax.lax.stop_gradient(
+        categorical_l2_project(target_support, jax.nn.softmax(logits_t, axis=-1), atoms))
+    return -jnp.sum(target_probs * jax.nn.log_softmax(logits_tm1, axis=-1), axis=-1)

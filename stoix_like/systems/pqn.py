@@ -54,7 +54,7 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
         next_q_values = q_apply(q_params, normalization.normalize(obs_norm, traj.next_observation))
         bootstrap_values = best_legal_value(next_q_values, traj.next_observation.action_mask)
         return lambda_returns(
-            rewards=traj.reward,
+            rewards=system.reward_scale * traj.reward,
             discounts=system.gamma * traj.discount,  # 0 only on termination: truncations still bootstrap
             next_values=bootstrap_values,
             continuations=1.0 - traj.done.astype(traj.reward.dtype),  # the λ-recursion stops at any episode end
