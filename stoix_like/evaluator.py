@@ -77,16 +77,3 @@ def actor_policy(actor_apply: Callable, greedy: bool) -> EvalPolicy:
         return dist.to_env_action(action)
 
     return policy
-
-
-def greedy_q_policy(q_apply: Callable) -> EvalPolicy:
-    """The eval policy of any value-based system, the best legal action: eval params are `(q_params, obs_norm)`."""
-    from stoix_like import normalization
-
-    def policy(eval_params: Any, observation: Any, key: jax.Array) -> jax.Array:
-        del key  # deterministic
-        q_params, obs_norm = eval_params
-        q_values = q_apply(q_params, normalization.normalize(obs_norm, observation))
-        return jnp.argmax(jnp.where(observation.action_mask, q_values, -jnp.inf), axis=-1)
-
-    return policy

@@ -1,4 +1,5 @@
-"""Exploration for value-based acting: a linearly decaying epsilon and masked epsilon-greedy selection."""
+"""Exploration: for value-based acting a linearly decaying epsilon and masked epsilon-greedy selection;
+for deterministic continuous policies Gaussian perturbations of actions in the normalised box [-1, 1]."""
 
 from __future__ import annotations
 
@@ -21,3 +22,15 @@ def epsilon_greedy(key: jax.Array, q_values: jax.Array, action_mask: jax.Array, 
     random_legal = jnp.argmax(jnp.where(action_mask, noise, -1.0), axis=-1)
     explore = jax.random.uniform(explore_key, greedy.shape) < epsilon
     return jnp.where(explore, random_legal, greedy)
+
+
+def perturb_action(key: jax.Array, action: jax.Array, std: float, noise_clip: float | None = None) -> jax.Array:
+    """`action + ε`, ε ~ N(0, std²) (clipped to ±noise_clip if given), kept inside the normalised box [-1, 1].
+
+    Acting noise of DDPG / TD3 / D4PG, and TD3's target-policy smoothing (with a noise clip). The scale is in
+    the normalised action space, so one `std` means the same on every env whatever its action bounds.
+    """
+    noise = std * jax.random.normal(key, action.shape, action.dtype)
+    if noise_clip is not None:
+        noise = jnp.clip(noise, -noise_clip, noise_clip)
+    return jnp.clip(action + noise, -1.0, 1.0)

@@ -1,6 +1,8 @@
-"""Loggers: a readable console and a marl-eval JSON file. Only process 0 logs.
+"""Loggers: a readable console, a marl-eval JSON file, TensorBoard and Neptune. Only process 0 logs.
 
-A logger that fails mid-run (disk full, ...) warns once and is switched off; training goes on.
+Each sink is built from `config.logger` and fed by the one `Logger` the experiment loop talks to. A sink that
+fails mid-run (disk full, network down) warns once and is switched off; training goes on. With several
+seeds every line, JSON entry and scalar carries its seed.
 """
 
 from __future__ import annotations
@@ -11,11 +13,16 @@ import os
 import sys
 import time
 import warnings
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
+from omegaconf import OmegaConf
 
 from stoix_like import parallel
+from stoix_like.errors import ConfigError
+
+NEPTUNE_MODES = ("async", "sync", "offline", "debug", "read-only")
+NEPTUNE_TOKEN_VARIABLE = "NEPTUNE_API_TOKEN"
 
 
 def summarize(values: np.ndarray) -> Dict[str, float]:
@@ -35,6 +42,18 @@ def _format_duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else (f"{minutes}m{secs:02d}s" if minutes else f"{secs}s")
 
 
+def plain_config(config: Any) -> Any:
+    """The config as plain containers, interpolations resolved where they can be outside Hydra."""
+    try:
+        return OmegaConf.to_container(config, resolve=True)
+    except Exception:  # noqa: BLE001 - e.g. ${hydra:...} outside a Hydra run: keep it as written
+        return OmegaConf.to_container(config, resolve=False)
+
+
+def _seed_label(seed: Optional[int]) -> str:
+    return "" if seed is None else f" seed {seed}"
+
+
 class ConsoleLogger:
     def __init__(self, stream=None):
         self._stream = stream or sys.stdout
@@ -46,17 +65,18 @@ class ConsoleLogger:
         self._write(line)
 
     def progress(self, step: int, total: int, train_return: float, steps_per_second: float,
-                 eta_seconds: float, extra: Mapping[str, float]) -> None:
+                 eta_seconds: float, extra: Mapping[str, float], seed: Optional[int]) -> None:
         losses = " ".join(f"{name} {value:.3g}" for name, value in extra.items())
         self._write(
-            f"[train] step {step:,}/{total:,} ({100.0 * step / total:5.1f}%) | return {train_return:8.2f} | "
-            f"{steps_per_second:,.0f} steps/s | ETA {_format_duration(eta_seconds)}" + (f" | {losses}" if losses else "")
+            f"[train{_seed_label(seed)}] step {step:,}/{total:,} ({100.0 * step / total:5.1f}%) | return "
+            f"{train_return:8.2f} | {steps_per_second:,.0f} steps/s | ETA {_format_duration(eta_seconds)}"
+            + (f" | {losses}" if losses else "")
         )
 
-    def evaluation(self, label: str, step: int, stats: Mapping[str, Dict[str, float]]) -> None:
+    def evaluation(self, label: str, step: int, stats: Mapping[str, Dict[str, float]], seed: Optional[int]) -> None:
         ret, length = stats["episode_return"], stats["episode_length"]
         self._write(
-            f"[{label}] step {step:,} | return {ret['mean']:.2f} ± {ret['std']:.2f} "
+            f"[{label}{_seed_label(seed)}] step {step:,} | return {ret['mean']:.2f} ± {ret['std']:.2f} "
             f"(min {ret['min']:.1f}, max {ret['max']:.1f}) | length {length['mean']:.1f}"
         )
 
@@ -64,22 +84,37 @@ class ConsoleLogger:
 class JsonLogger:
     """marl-eval layout: env → task → algorithm → seed_k → step_i → {step_count, metric: [values]}."""
 
-    def __init__(self, path: str, env_name: str, task_name: str, algorithm: str, seed: int):
+    def __init__(self, path: str, env_name: str, task_name: str, algorithm: str, seeds: Sequence[int]):
         self.path = path
-        self._data: Dict[str, Any] = {env_name: {task_name: {algorithm: {}}}}
-        self._run = self._data[env_name][task_name][algorithm].setdefault(f"seed_{seed}", {})
-        self._next_index = 0
+        self._data: Dict[str, Any] = {env_name: {task_name: {algorithm: {f"seed_{seed}": {} for seed in seeds}}}}
+        self._runs = self._data[env_name][task_name][algorithm]
 
-    def evaluation(self, step: int, per_episode: Mapping[str, np.ndarray], extra: Mapping[str, float]) -> None:
+    def evaluation(self, step: int, per_episode: Mapping[str, np.ndarray], extra: Mapping[str, float],
+                   seed: int) -> None:
         entry: Dict[str, Any] = {"step_count": int(step)}
         entry.update({name: np.asarray(values, np.float64).tolist() for name, values in per_episode.items()})
         entry.update({name: [float(value)] for name, value in extra.items()})
-        self._run[f"step_{self._next_index}"] = entry
-        self._next_index += 1
+        run = self._runs[f"seed_{seed}"]
+        run[f"step_{sum(key.startswith('step_') for key in run)}"] = entry
         self._flush()
 
-    def absolute(self, per_episode: Mapping[str, np.ndarray]) -> None:
-        self._run["absolute_metrics"] = {name: np.asarray(v, np.float64).tolist() for name, v in per_episode.items()}
+    def absolute(self, per_episode: Mapping[str, np.ndarray], seed: int) -> None:
+        self._runs[f"seed_{seed}"]["absolute_metrics"] = {
+            name: np.asarray(v, np.float64).tolist() for name, v in per_episode.items()}
+        self._flush()
+
+    def state(self) -> Dict[str, Any]:
+        return self._data
+
+    def restore(self, data: Dict[str, Any]) -> None:
+        """Continue a resumed run's log: the entries written before its last checkpoint come first."""
+        for env_name, tasks in data.items():
+            for task_name, algorithms in tasks.items():
+                for algorithm, runs in algorithms.items():
+                    mine = self._data.get(env_name, {}).get(task_name, {}).get(algorithm)
+                    if mine is not None:
+                        for seed_key, entries in runs.items():
+                            mine[seed_key] = dict(entries)
         self._flush()
 
     def _flush(self) -> None:
@@ -90,49 +125,156 @@ class JsonLogger:
         os.replace(tmp, self.path)  # a reader never sees a half-written file
 
 
-class Logger:
-    """The loggers a run asked for, called from the experiment loop."""
+class TensorBoardLogger:
+    """A scalar per logged number under <run dir>/tensorboard: `train/...`, `eval/...`, `absolute/...`."""
 
-    def __init__(self, config: Any, run_dir: str, algorithm: str):
+    def __init__(self, log_dir: str, config: Any):
+        from tensorboardX import SummaryWriter
+
+        self.log_dir = log_dir
+        self._writer = SummaryWriter(logdir=log_dir)
+        self._writer.add_text("config", "```\n" + OmegaConf.to_yaml(config) + "\n```", 0)
+
+    def scalars(self, prefix: str, step: int, values: Mapping[str, float]) -> None:
+        for name, value in values.items():
+            self._writer.add_scalar(f"{prefix}/{name}", float(value), int(step))
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class NeptuneLogger:
+    """A Neptune run: the composed config as parameters, every logged number as a series.
+
+    The API token is read from $NEPTUNE_API_TOKEN only: it is never in the config, never printed, never logged.
+    """
+
+    def __init__(self, settings: Any, config: Any, algorithm: str):
+        mode, token = str(settings.mode), os.environ.get(NEPTUNE_TOKEN_VARIABLE)
+        project = settings.project or os.environ.get("NEPTUNE_PROJECT")
+        self._token = token
+        try:
+            with warnings.catch_warnings():  # the 1.x client and its dependencies announce deprecations on import
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.filterwarnings("ignore", message=".*neptune-client.* package has been deprecated")
+                import neptune
+                from neptune.utils import stringify_unsupported
+
+            self._run = neptune.init_run(
+                project=project, api_token=token, mode=mode, name=f"{algorithm} {config.env.scenario.name}",
+                tags=[str(tag) for tag in settings.tags], source_files=[], git_ref=False,
+                capture_stdout=False, capture_stderr=False, capture_hardware_metrics=False,
+            )
+            self._run["config"] = stringify_unsupported(plain_config(config))
+        except Exception as error:  # noqa: BLE001 - one line to the user, with the token (if any) redacted
+            raise ConfigError(f"logger.kind.neptune could not start a run: {self._redact(error)}") from None
+
+    def _redact(self, error: BaseException) -> str:
+        message = f"{type(error).__name__}: {error}".splitlines()[0]
+        return message.replace(self._token, "***") if self._token else message
+
+    def scalars(self, prefix: str, step: int, values: Mapping[str, float]) -> None:
+        for name, value in values.items():
+            self._run[f"{prefix}/{name}"].append(float(value), step=int(step))
+
+    def close(self) -> None:
+        self._run.stop()
+
+
+def check_neptune_settings(settings: Any) -> None:
+    """The mistakes that would otherwise surface only at the first log, reported before any work."""
+    mode = str(settings.mode)
+    if mode not in NEPTUNE_MODES:
+        raise ConfigError(f"logger.kind.neptune.mode={mode!r} must be one of {', '.join(NEPTUNE_MODES)}.")
+    if mode in ("async", "sync", "read-only"):
+        if not os.environ.get(NEPTUNE_TOKEN_VARIABLE):
+            raise ConfigError(
+                f"logger.kind.neptune.mode={mode} needs a Neptune API token in the {NEPTUNE_TOKEN_VARIABLE} "
+                f"environment variable (it is never read from the config); or set logger.kind.neptune.mode=offline.")
+        if not (settings.project or os.environ.get("NEPTUNE_PROJECT")):
+            raise ConfigError(f"logger.kind.neptune.mode={mode} needs logger.kind.neptune.project=WORKSPACE/PROJECT "
+                              f"(or the NEPTUNE_PROJECT environment variable).")
+
+
+class Logger:
+    """The loggers a run asked for, called from the experiment loop. On processes other than 0 it does nothing."""
+
+    def __init__(self, config: Any, run_dir: str, algorithm: str, seeds: Sequence[int]):
         self.run_dir = run_dir
         self.enabled = parallel.is_main_process()
-        self._sinks: List[Any] = []
-        self.console = ConsoleLogger() if config.logger.use_console else None
-        self.json = None
-        if config.logger.use_json:
-            self.json = JsonLogger(
-                os.path.join(run_dir, "metrics.json"),
-                env_name=str(config.env.suite),
-                task_name=str(config.env.scenario.name),
-                algorithm=algorithm,
-                seed=int(config.arch.seed),
-            )
+        self._seeds = list(seeds)
         self._failed: set = set()
+        self.console: Optional[ConsoleLogger] = None
+        self.json: Optional[JsonLogger] = None
+        self._scalar_sinks: List[Any] = []
+        kinds = config.logger.kind
+        if kinds.neptune.enabled:
+            check_neptune_settings(kinds.neptune)
+        if not self.enabled:  # no sink is built, so no file or remote run appears outside process 0
+            return
+        if config.logger.use_console:
+            self.console = ConsoleLogger()
+        if config.logger.use_json:
+            self.json = JsonLogger(os.path.join(run_dir, "metrics.json"), env_name=str(config.env.suite),
+                                   task_name=str(config.env.scenario.name), algorithm=algorithm, seeds=seeds)
+        if kinds.tensorboard.enabled:
+            self._scalar_sinks.append(TensorBoardLogger(os.path.join(run_dir, "tensorboard"), config))
+        if kinds.neptune.enabled:
+            self._scalar_sinks.append(NeptuneLogger(kinds.neptune, config, algorithm))
 
     def _call(self, sink: Any, method: str, *args: Any) -> None:
         if not self.enabled or sink is None or id(sink) in self._failed:
             return
         try:
             getattr(sink, method)(*args)
-        except (OSError, ValueError) as error:
+        except Exception as error:  # noqa: BLE001 - a logger must never stop training
             self._failed.add(id(sink))
-            warnings.warn(f"{type(sink).__name__} failed ({error}); it is switched off and training goes on.")
+            warnings.warn(f"{type(sink).__name__} failed ({type(error).__name__}: {error}); it is switched off "
+                          f"and training goes on.", stacklevel=3)
+
+    def _prefix(self, label: str, seed: int) -> str:
+        return label if len(self._seeds) == 1 else f"seed_{seed}/{label}"
+
+    def _shown_seed(self, seed: int) -> Optional[int]:
+        return None if len(self._seeds) == 1 else seed
 
     def message(self, line: str) -> None:
         self._call(self.console, "message", line)
 
-    def progress(self, *args: Any) -> None:
-        self._call(self.console, "progress", *args)
+    def progress(self, seed: int, step: int, total: int, train_return: float, steps_per_second: float,
+                 eta_seconds: float, train_means: Mapping[str, float]) -> None:
+        self._call(self.console, "progress", step, total, train_return, steps_per_second, eta_seconds, train_means,
+                   self._shown_seed(seed))
+        scalars = {"episode_return": train_return, "steps_per_second": steps_per_second, **train_means}
+        for sink in self._scalar_sinks:
+            self._call(sink, "scalars", self._prefix("train", seed), step, scalars)
 
-    def evaluation(self, label: str, step: int, per_episode: Mapping[str, np.ndarray],
+    def evaluation(self, label: str, seed: int, step: int, per_episode: Mapping[str, np.ndarray],
                    extra: Mapping[str, float]) -> Dict[str, Dict[str, float]]:
+        """Log one evaluation ("eval" during training, "absolute" at the end); returns its statistics."""
         stats = {name: summarize(values) for name, values in per_episode.items()}
-        self._call(self.console, "evaluation", label, step, stats)
+        self._call(self.console, "evaluation", label, step, stats, self._shown_seed(seed))
         if label == "absolute":
-            self._call(self.json, "absolute", per_episode)
+            self._call(self.json, "absolute", per_episode, seed)
         else:
-            self._call(self.json, "evaluation", step, per_episode, extra)
+            self._call(self.json, "evaluation", step, per_episode, extra, seed)
+        scalars = {f"{name}_{statistic}": value for name, by_statistic in stats.items()
+                   for statistic, value in by_statistic.items()}
+        for sink in self._scalar_sinks:
+            self._call(sink, "scalars", self._prefix(label, seed), step, scalars)
         return stats
+
+    def json_state(self) -> Optional[Dict[str, Any]]:
+        return self.json.state() if self.json is not None else None
+
+    def restore_json(self, state: Optional[Dict[str, Any]]) -> None:
+        if state:
+            self._call(self.json, "restore", state)
+
+    def close(self) -> None:
+        for sink in self._scalar_sinks:
+            self._call(sink, "close")
 
 
 class Stopwatch:

@@ -64,8 +64,9 @@ def make_buffer(system_config: Any, budget: Budget, prioritised: bool = False):
         max_length_time_axis=per_env_length,
     )
     if prioritised:
+        # `device` picks flashbax's sum-tree update for this backend (a sequential scan on CPU, bincount elsewhere)
         return fbx.make_prioritised_trajectory_buffer(
-            priority_exponent=float(system_config.priority_exponent), device="cpu", **kwargs)
+            priority_exponent=float(system_config.priority_exponent), device=jax.default_backend(), **kwargs)
     return fbx.make_trajectory_buffer(**kwargs)
 
 

@@ -162,3 +162,21 @@ class OnlineAndTarget(NamedTuple):
 
     online: Params
     target: Params
+
+
+class SACParams(NamedTuple):
+    actor: Params
+    critic: OnlineAndTarget  # an ensemble of critics, stacked on a leading axis, and its Polyak target
+    log_alpha: Array  # the entropy temperature, learned in log space so that it stays positive
+
+
+class SACOptStates(NamedTuple):
+    actor: OptState
+    critic: OptState
+    alpha: OptState
+
+
+class SACUpdateFns(NamedTuple):
+    actor: Callable
+    critic: Callable
+    alpha: Callable

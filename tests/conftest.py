@@ -52,19 +52,38 @@ def compose(tmp_path):
 
 
 def run_python(args: Sequence[str], cwd: os.PathLike, env: Optional[Dict[str, str]] = None,
-               timeout: float = 600) -> subprocess.CompletedProcess:
+               timeout: float = 600, compilation_cache_dir: Optional[os.PathLike] = None
+               ) -> subprocess.CompletedProcess:
     """`python <args>` in a fresh interpreter (own XLA flags, own Hydra state), importing this checkout.
 
     Runs in `cwd` (so Hydra's outputs/ and multirun/ land there), with the repository on PYTHONPATH.
+    With `compilation_cache_dir`, jax's persistent compilation cache is on: subprocesses that compile the same
+    programs (the same learner with another seed, say) compile them once between them.
     """
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), full_env.get("PYTHONPATH")]))
+    if compilation_cache_dir is not None:
+        full_env.update(JAX_COMPILATION_CACHE_DIR=str(compilation_cache_dir),
+                        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")
     full_env.update(env or {})
     return subprocess.run([sys.executable, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
                           timeout=timeout)
 
 
+@pytest.fixture(scope="session")
+def compilation_cache_dir(tmp_path_factory) -> pathlib.Path:
+    """One jax compilation cache for this test session's subprocesses; each session starts cold."""
+    return tmp_path_factory.mktemp("jax_compilation_cache")
+
+
 @pytest.fixture
-def python_subprocess():
-    """`python_subprocess(args, cwd, env=None, timeout=600)` -> CompletedProcess (see `run_python`)."""
-    return run_python
+def python_subprocess(compilation_cache_dir):
+    """`python_subprocess(args, cwd, env=None, timeout=600)` -> CompletedProcess (see `run_python`),
+    sharing this session's compilation cache."""
+
+    def _run(args: Sequence[str], cwd: os.PathLike, env: Optional[Dict[str, str]] = None,
+             timeout: float = 600) -> subprocess.CompletedProcess:
+        return run_python(args, cwd, env=env, timeout=timeout, compilation_cache_dir=compilation_cache_dir)
+
+    return _run

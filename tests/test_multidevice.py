@@ -1,4 +1,5 @@
-"""The real PPO learner on 2 (forced host) devices: every (device, batch) slot ends with identical params.
+"""The real PPO learner on 2 (forced host) devices: every (device, batch) slot ends with identical params,
+and observation statistics are merged over devices as well as the update batch.
 
 Each slot acts in its own envs with its own keys, so identical params after several updates show that
 gradients really are averaged over "batch" and "device" (and that the optimiser and learning-rate schedule
@@ -16,7 +17,7 @@ import pytest
 
 from conftest import run_python
 
-# Runs in the subprocess: argv = [output npz, json list of (name, overrides)].
+# Runs in the subprocess: argv = [output npz, json list of (layout name, overrides), tests/ folder].
 SCRIPT = r'''
 import json
 import sys
@@ -27,7 +28,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[3])  # tests/, for compose_config
 from conftest import compose_config
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, parallel
+from stoix_like import experiment, normalization, parallel
 from stoix_like.systems import ppo
 
 assert jax.device_count() == 2, jax.devices()
@@ -51,6 +52,14 @@ for name, overrides in json.loads(sys.argv[2]):
     for prefix, params in (("final", jax.device_get(state.params)), ("initial", initial_params)):
         for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
             results[f"{name}/{prefix}{jax.tree_util.keystr(path)}"] = np.asarray(leaf)
+
+# observation statistics from different data in each of 2 devices × 2 batch elements
+offsets = np.arange(4, dtype=np.float32).reshape(2, 2, 1, 1, 1)
+data = 3.0 * offsets + (1.0 + offsets) * np.random.default_rng(0).normal(size=(2, 2, 6, 3, 4)).astype(np.float32)
+update = jax.pmap(jax.vmap(normalization.update, axis_name=parallel.BATCH_AXIS), axis_name=parallel.DEVICE_AXIS)
+stats = jax.device_get(update(parallel.broadcast_to_devices_and_batch(normalization.init((4,)), 2), data))
+results.update({"normalization/data": data, "normalization/mean": stats.mean, "normalization/var": stats.var,
+                "normalization/count": stats.count})
 np.savez(sys.argv[1], **results)
 '''
 
@@ -108,3 +117,14 @@ def test_env_steps_equal_the_budget(two_device_results, layout):
     assert int(two_device_results[f"{layout}/steps"]) == int(two_device_results[f"{layout}/budget"])
     expected = {"devices": 128, "devices_and_batch": 64}[layout]
     assert int(two_device_results[f"{layout}/budget"]) == expected
+
+
+def test_observation_statistics_span_devices_and_batch(two_device_results):
+    data = two_device_results["normalization/data"]  # (devices, batch, time, envs, obs)
+    everything = data.reshape(-1, data.shape[-1]).astype(np.float64)
+    np.testing.assert_array_equal(two_device_results["normalization/count"], len(everything))
+    for field, expected, rtol in (("mean", everything.mean(axis=0), 1e-5), ("var", everything.var(axis=0), 1e-4)):
+        slots = two_device_results[f"normalization/{field}"].reshape(4, -1)
+        for slot in slots:
+            np.testing.assert_array_equal(slot, slots[0], err_msg=f"{field} differs between slots")
+        np.testing.assert_allclose(slots[0], expected, rtol=rtol, atol=1e-5)

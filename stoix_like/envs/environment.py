@@ -105,3 +105,15 @@ class Wrapper(Environment):
     @property
     def unwrapped(self) -> Environment:
         return getattr(self._env, "unwrapped", self._env)
+
+
+def example_observation(env: Environment):
+    """A zero Observation with a batch axis of 1, for initialising networks.
+
+    Shapes come from `jax.eval_shape`, so nothing runs: an eager reset would cost seconds on brax.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    _, timestep = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
+    return jax.tree_util.tree_map(lambda x: jnp.zeros((1,) + x.shape, x.dtype), timestep.observation)

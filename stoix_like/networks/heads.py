@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -9,6 +11,7 @@ import numpy as np
 
 from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace
 from stoix_like.networks.distributions import DeterministicAction, MaskedCategorical, TanhGaussian
+from stoix_like.networks.noisy import NoisyDense
 
 
 class CategoricalHead(nn.Module):
@@ -97,18 +100,98 @@ class CategoricalCriticHead(nn.Module):
         return logits, jnp.linspace(self.v_min, self.v_max, self.num_atoms, dtype=jnp.float32)
 
 
+class CategoricalQOutput(NamedTuple):
+    """A categorical return distribution per action (C51): Q(s, a) = Σ_i softmax(logits[a])_i · atoms_i."""
+
+    q_values: jax.Array  # [..., A]
+    logits: jax.Array  # [..., A, N]
+    atoms: jax.Array  # [N], the fixed support
+
+
+class QuantileQOutput(NamedTuple):
+    """N quantiles of the return per action (QR-DQN): Q(s, a) = mean_i quantiles[a, i]."""
+
+    q_values: jax.Array  # [..., A]
+    quantiles: jax.Array  # [..., A, N]
+
+
+def _per_action_outputs(features: jax.Array, num_actions: int, size: int, dueling: bool, noisy: bool,
+                        kernel_init=nn.initializers.orthogonal(1.0)) -> jax.Array:
+    """`size` outputs per action, [..., A, size]; the building block every Q head shares.
+
+    Dueling (Wang et al., 2016): a state value plus advantages centred over actions, so that the value is
+    learnt from every action's target. Noisy: the layers are NoisyDense (see networks/noisy.py).
+    """
+
+    def dense(features_out: int) -> nn.Module:
+        return NoisyDense(features_out) if noisy else nn.Dense(features_out, kernel_init=kernel_init)
+
+    per_action = lambda x: x.reshape(x.shape[:-1] + (num_actions, size))
+    if not dueling:
+        return per_action(dense(num_actions * size)(features))
+    value = dense(size)(features)[..., None, :]
+    advantages = per_action(dense(num_actions * size)(features))
+    return value + advantages - jnp.mean(advantages, axis=-2, keepdims=True)
+
+
 class DiscreteQHead(nn.Module):
-    """One Q-value per action."""
+    """One Q-value per action, [..., A]."""
 
     num_actions: int
+    dueling: bool = False
+    noisy: bool = False
 
     @nn.compact
     def __call__(self, features: jax.Array) -> jax.Array:
-        return nn.Dense(self.num_actions, kernel_init=nn.initializers.orthogonal(1.0))(features)
+        return _per_action_outputs(features, self.num_actions, 1, self.dueling, self.noisy)[..., 0]
+
+
+class CategoricalQHead(nn.Module):
+    """Logits over `num_atoms` evenly spaced returns in [v_min, v_max] per action (C51)."""
+
+    num_actions: int
+    num_atoms: int = 51
+    v_min: float = 0.0
+    v_max: float = 100.0
+    dueling: bool = False
+    noisy: bool = False
+
+    @nn.compact
+    def __call__(self, features: jax.Array) -> CategoricalQOutput:
+        atoms = jnp.linspace(self.v_min, self.v_max, self.num_atoms)
+        logits = _per_action_outputs(features, self.num_actions, self.num_atoms, self.dueling, self.noisy)
+        q_values = jnp.sum(jax.nn.softmax(logits, axis=-1) * atoms, axis=-1)
+        return CategoricalQOutput(q_values=q_values, logits=logits, atoms=atoms)
+
+
+class QuantileQHead(nn.Module):
+    """`num_quantiles` return quantiles per action, at midpoints τ_i = (2i + 1) / 2N (QR-DQN)."""
+
+    num_actions: int
+    num_quantiles: int = 51
+    dueling: bool = False
+    noisy: bool = False
+
+    @nn.compact
+    def __call__(self, features: jax.Array) -> QuantileQOutput:
+        quantiles = _per_action_outputs(features, self.num_actions, self.num_quantiles, self.dueling, self.noisy)
+        return QuantileQOutput(q_values=jnp.mean(quantiles, axis=-1), quantiles=quantiles)
+
+
+def _discrete_actions(action_space: ActionSpace, head: str) -> int:
+    if not isinstance(action_space, DiscreteActionSpace):
+        raise TypeError(f"a {head} needs discrete actions, the env has {action_space!r}")
+    return action_space.num_actions
 
 
 def q_head(action_space: ActionSpace, **kwargs) -> nn.Module:
-    """The Q head for a discrete action space; a continuous space is a clear error."""
-    if not isinstance(action_space, DiscreteActionSpace):
-        raise TypeError(f"a discrete Q head needs discrete actions, the env has {action_space!r}")
-    return DiscreteQHead(num_actions=action_space.num_actions, **kwargs)
+    """The scalar Q head for a discrete action space (kwargs: dueling, noisy); a continuous space is an error."""
+    return DiscreteQHead(num_actions=_discrete_actions(action_space, "discrete Q head"), **kwargs)
+
+
+def categorical_q_head(action_space: ActionSpace, **kwargs) -> nn.Module:
+    return CategoricalQHead(num_actions=_discrete_actions(action_space, "categorical Q head"), **kwargs)
+
+
+def quantile_q_head(action_space: ActionSpace, **kwargs) -> nn.Module:
+    return QuantileQHead(num_actions=_discrete_actions(action_space, "quantile Q head"), **kwargs)

@@ -106,17 +106,24 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
     system = config.system
     if int(system.epochs) < 1:
         raise ConfigError(f"system.epochs={system.epochs} (gradient steps per update) must be at least 1.")
+    if parallel.is_main_process():
+        print(replay_ratio_line(system, budget), flush=True)
     buffer = replay.make_buffer(system, budget, prioritised=prioritised)
     batched_env = VmapWrapper(env)
     env_key, step_key = jax.random.split(key)
 
-    # one example transition (no batch axes) tells the buffer what it stores
-    _, example = env.reset(jax.random.PRNGKey(0))
-    example_action, _ = act(params, jax.tree_util.tree_map(lambda x: x[None], example.observation),
-                            jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
-    buffer_state = buffer.init(replay.Transition(
-        observation=example.observation, action=example_action[0], reward=example.reward,
-        discount=example.discount, last=example.last(), next_observation=example.observation))
+    # one example transition (no batch axes) tells the buffer what it stores; traced for its shapes only,
+    # since running the env and the network eagerly would compile each of their ops one by one
+    def example_transition() -> replay.Transition:
+        _, example = env.reset(jax.random.PRNGKey(0))
+        example_action, _ = act(params, jax.tree_util.tree_map(lambda x: x[None], example.observation),
+                                jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
+        return replay.Transition(
+            observation=example.observation, action=example_action[0], reward=example.reward,
+            discount=example.discount, last=example.last(), next_observation=example.observation)
+
+    buffer_state = buffer.init(jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype),
+                                                      jax.eval_shape(example_transition)))
 
     obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
     env_state, timestep = parallel.reset_envs_per_slot(batched_env, env_key, budget.update_batch_size, budget.num_envs)
@@ -133,3 +140,16 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
     return experiment.SystemSetup(learner_fn=learner_fn, learner_state=learner_state, eval_policy=eval_policy,
                                   eval_params=eval_params)
+
+
+def replay_ratio_line(system: Any, budget: Budget) -> str:
+    """How hard the replay is worked: gradient steps and sampled transitions per env step.
+
+    Every (device, batch) slot samples its own batch; their gradients are averaged into one step.
+    """
+    env_steps = budget.steps_per_update
+    epochs = int(system.epochs)
+    sampled = epochs * int(system.batch_size) * budget.n_devices * budget.update_batch_size
+    return (f"replay ratio: {epochs} gradient steps on {sampled} sampled transitions per {env_steps} env steps "
+            f"(rollout {budget.rollout_length} × {budget.total_num_envs} envs) = {epochs / env_steps:.3g} gradient "
+            f"steps and {sampled / env_steps:.3g} sampled transitions per env step")

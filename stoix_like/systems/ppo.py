@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from stoix_like import experiment, normalization, parallel
 from stoix_like.budget import Budget
-from stoix_like.envs.environment import Environment
+from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.evaluator import actor_policy
 from stoix_like.networks.factory import build_actor, build_critic
@@ -120,9 +120,9 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
     batched_env = VmapWrapper(env)
 
     key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
-    _, example = env.reset(jax.random.PRNGKey(0))
-    observation = jax.tree_util.tree_map(lambda x: x[None], example.observation)
-    params = ActorCriticParams(actor.init(actor_key, observation), critic.init(critic_key, observation))
+    observation = example_observation(env)
+    # jitted: an eager flax init dispatches one tiny XLA program per layer operation
+    params = ActorCriticParams(jax.jit(actor.init)(actor_key, observation), jax.jit(critic.init)(critic_key, observation))
 
     optimizer_steps = budget.num_updates * int(system.epochs) * int(system.num_minibatches)
     actor_optimizer = make_optimizer(system.actor_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)

@@ -17,13 +17,13 @@ from stoix_like import experiment, normalization, parallel
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.evaluator import greedy_q_policy
 from stoix_like.exploration import epsilon_greedy, linear_epsilon
 from stoix_like.networks.factory import build_q_network
 from stoix_like.ops.losses import l2_loss
 from stoix_like.ops.returns import lambda_returns
 from stoix_like.optim import make_optimizer
 from stoix_like.systems import on_policy
+from stoix_like.systems.value_based import greedy_policy
 from stoix_like.types import Observation, PQNLearnerState, RolloutStep
 
 
@@ -118,7 +118,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
     return experiment.SystemSetup(
         learner_fn=get_learner_fn(batched_env, q_network.apply, optimizer.update, config, budget),
         learner_state=learner_state,
-        eval_policy=greedy_q_policy(q_network.apply),
+        eval_policy=greedy_policy(q_network.apply),
         eval_params=lambda slot: (slot.params, slot.obs_norm),
     )
 

@@ -1,0 +1,105 @@
+"""SAC and PPO on brax/halfcheetah for the same wall-clock budget each; prints the returns they reached.
+
+    python benchmarks/halfcheetah_sac_ppo.py [--seconds 120] [--episode-length 1000] [--seed 0]
+
+The budget counts learning only: building, warm-up and compilation are timed apart. Each system runs its own
+`learner_setup` (so exactly what `python -m experiments.<algo> env=brax/halfcheetah` trains), in chunks of
+updates until the budget is spent; then the final policy is evaluated on `EVAL_EPISODES` episodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import time
+from typing import Sequence
+
+import jax
+import numpy as np
+from hydra import compose, initialize_config_dir
+
+from stoix_like import envs, experiment, parallel
+from stoix_like.entry import CONFIG_DIR
+from stoix_like.evaluator import make_evaluator
+
+EVAL_EPISODES = 16
+# Far more evaluations than the wall budget will reach: the loop below stops early, one chunk at a time.
+CHUNKS = 10_000
+
+# CPU-sized settings for a running budget of minutes (the defaults are for Pendulum / CartPole).
+OVERRIDES = {
+    "sac": ["arch.total_num_envs=16", "system.rollout_length=2", "system.warmup_rollout_length=64",
+            "system.epochs=4", "system.normalize_observations=True",
+            "network.actor_network.pre_torso.layer_sizes=[256,256]",
+            "network.critic_network.pre_torso.layer_sizes=[256,256]"],
+    "ppo": ["arch.total_num_envs=64", "system.rollout_length=32", "system.epochs=4", "system.num_minibatches=8",
+            "system.actor_lr=3e-4", "system.critic_lr=3e-4", "system.decay_learning_rates=False",
+            "system.ent_coef=0.001", "system.normalize_observations=True"],
+}
+UPDATES_PER_CHUNK = {"sac": 100, "ppo": 2}
+
+
+def config_for(algorithm: str, episode_length: int, seed: int):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        config = compose(config_name=algorithm, overrides=[
+            "env=brax/halfcheetah", f"env.kwargs.episode_length={episode_length}", f"arch.seed={seed}",
+            "arch.evaluation_greedy=True", f"arch.num_evaluation={CHUNKS}", *OVERRIDES[algorithm]])
+    system = config.system
+    envs_total = int(config.arch.total_num_envs)
+    warmup = int(system.get("warmup_rollout_length", 0) or 0) * envs_total
+    per_chunk = UPDATES_PER_CHUNK[algorithm] * int(system.rollout_length) * envs_total
+    config.arch.total_timesteps = warmup + per_chunk * CHUNKS
+    return config
+
+
+def train_for(algorithm: str, seconds: float, episode_length: int, seed: int) -> dict:
+    config = config_for(algorithm, episode_length, seed)
+    budget = experiment.make_budget(config)
+    train_env, eval_env = envs.make(config.env)
+    start = time.perf_counter()
+    setup = importlib.import_module(f"stoix_like.systems.{algorithm}").learner_setup(
+        train_env, jax.random.PRNGKey(seed), config, budget)
+    learn = parallel.distribute(setup.learner_fn).lower(setup.learner_state).compile()
+    setup_seconds = time.perf_counter() - start
+
+    state, steps, train_returns = setup.learner_state, budget.warmup_steps, []
+    learn_start = time.perf_counter()
+    while time.perf_counter() - learn_start < seconds:
+        state, outputs = learn(state)
+        jax.block_until_ready(state)
+        steps += budget.steps_per_evaluation
+        episodes = jax.device_get(outputs["episode_metrics"])
+        ended = episodes["is_terminal_step"]
+        if ended.any():
+            train_returns.append(float(episodes["episode_return"][ended].mean()))
+    learn_seconds = time.perf_counter() - learn_start
+
+    evaluate = make_evaluator(eval_env, setup.eval_policy, EVAL_EPISODES)
+    returns = evaluate(jax.device_get(setup.eval_params(parallel.first_slot(state))), jax.random.PRNGKey(seed + 1))
+    return {"algorithm": algorithm, "steps": steps, "warmup_steps": budget.warmup_steps,
+            "setup_s": setup_seconds, "learn_s": learn_seconds,
+            "last_train_return": train_returns[-1] if train_returns else float("nan"),
+            "eval_return": float(np.mean(returns["episode_return"])),
+            "eval_std": float(np.std(returns["episode_return"]))}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=120.0, help="learning wall budget per algorithm")
+    parser.add_argument("--episode-length", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--algorithms", nargs="+", default=["sac", "ppo"], choices=sorted(OVERRIDES))
+    args = parser.parse_args(argv)
+    print(f"brax/halfcheetah (spring), episode_length {args.episode_length}, {args.seconds:.0f}s of learning each, "
+          f"{jax.device_count()} {jax.default_backend()} device(s)", flush=True)
+    for algorithm in args.algorithms:
+        r = train_for(algorithm, args.seconds, args.episode_length, args.seed)
+        print(f"{r['algorithm']:>4}: {r['steps']:>9,} env steps ({r['warmup_steps']:,} of them warm-up), "
+              f"{r['learn_s']:.0f}s learning at {(r['steps'] - r['warmup_steps']) / r['learn_s']:,.0f} steps/s "
+              f"(setup, warm-up and compile {r['setup_s']:.0f}s) | "
+              f"last train return {r['last_train_return']:8.1f} | "
+              f"eval return {r['eval_return']:8.1f} ± {r['eval_std']:.1f} ({EVAL_EPISODES} episodes)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

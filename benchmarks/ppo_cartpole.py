@@ -1,0 +1,272 @@
+"""PPO on CartPole-v1 with PureJaxRL's published config: ours against a random-policy ceiling and rejax.
+
+    python benchmarks/ppo_cartpole.py [--seed 42] [--eval-episodes 128] [--skip-rejax]
+
+PureJaxRL's config: 4 envs × 128 steps, 4 epochs × 4 minibatches, 64×64 tanh MLPs, Adam 2.5e-4 annealed
+linearly to 0, gamma 0.99, GAE lambda 0.95, clip 0.2, entropy 0.01, value 0.5, max grad norm 0.5, 5e5 steps.
+Our budget is exact: 499,712 steps = 8 evaluations × 122 updates × 128 steps × 4 envs (PureJaxRL's
+5e5 // 512 = 976 updates, the same number of steps).
+
+For each contender it prints the compile seconds, the steady learning throughput (env steps per second of
+learning alone: no compilation, no evaluation) and the final policy's mean return over `--eval-episodes`
+episodes. The ceiling is the same 4 CartPoles stepped with random actions in a `lax.scan`: what acting alone
+costs, with no network and no learning (raw gymnax, and again through our env layer). rejax runs when it is
+installed (`pip install rejax`). Figures depend on the machine and on its load: compare ratios
+taken in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Dict, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+NUM_ENVS = 4
+ROLLOUT_LENGTH = 128
+EPOCHS = 4
+NUM_MINIBATCHES = 4
+LEARNING_RATE = 2.5e-4
+NUM_EVALUATION = 8
+TOTAL_TIMESTEPS = 499_712  # 976 updates × 512 steps
+NUM_UPDATES = TOTAL_TIMESTEPS // (NUM_ENVS * ROLLOUT_LENGTH)
+
+OURS_OVERRIDES = [
+    "env=gymnax/cartpole",
+    f"arch.total_timesteps={TOTAL_TIMESTEPS}",
+    f"arch.total_num_envs={NUM_ENVS}",
+    f"arch.num_evaluation={NUM_EVALUATION}",
+    "arch.update_batch_size=1",
+    f"system.rollout_length={ROLLOUT_LENGTH}",
+    f"system.epochs={EPOCHS}",
+    f"system.num_minibatches={NUM_MINIBATCHES}",
+    f"system.actor_lr={LEARNING_RATE}",
+    f"system.critic_lr={LEARNING_RATE}",
+    "system.decay_learning_rates=true",
+    "system.gamma=0.99",
+    "system.gae_lambda=0.95",
+    "system.clip_eps=0.2",
+    "system.ent_coef=0.01",
+    "system.vf_coef=0.5",
+    "system.max_grad_norm=0.5",
+    "system.standardize_advantages=true",
+    "system.normalize_observations=false",
+    "network.actor_network.pre_torso.layer_sizes=[64,64]",
+    "network.actor_network.pre_torso.activation=tanh",
+    "network.critic_network.pre_torso.layer_sizes=[64,64]",
+    "network.critic_network.pre_torso.activation=tanh",
+]
+
+
+def timed(function, *args):
+    start = time.perf_counter()
+    result = jax.block_until_ready(function(*args))
+    return result, time.perf_counter() - start
+
+
+def ours(seed: int, eval_episodes: int) -> Dict[str, float]:
+    """The real stoix_like PPO: config composed as `python -m experiments.ppo` would, learner compiled apart."""
+    from hydra import compose, initialize_config_dir
+
+    from stoix_like import envs as envs_lib
+    from stoix_like import experiment, parallel
+    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.evaluator import make_evaluator
+    from stoix_like.systems import ppo
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        config = compose(config_name="ppo", overrides=OURS_OVERRIDES + [f"arch.seed={seed}"])
+    budget = experiment.make_budget(config)
+    assert budget.num_updates == NUM_UPDATES and budget.total_timesteps == TOTAL_TIMESTEPS, budget
+    train_env, eval_env = envs_lib.make(config.env)
+
+    setup_key, eval_key = jax.random.split(jax.random.PRNGKey(seed))
+    start = time.perf_counter()
+    setup = ppo.learner_setup(train_env, setup_key, config, budget)
+    jax.block_until_ready(setup.learner_state)
+    setup_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    learn = parallel.distribute(setup.learner_fn).lower(setup.learner_state).compile()
+    compile_seconds = time.perf_counter() - start
+
+    learner_state, learn_seconds = setup.learner_state, 0.0
+    for _ in range(budget.num_evaluation):
+        (learner_state, outputs), seconds = timed(learn, learner_state)
+        learn_seconds += seconds
+
+    evaluate = make_evaluator(eval_env, setup.eval_policy, eval_episodes)
+    eval_params = jax.device_get(setup.eval_params(parallel.first_slot(learner_state)))
+    final_return = float(np.mean(evaluate(eval_params, eval_key)["episode_return"]))
+    return {"setup_s": setup_seconds, "compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / learn_seconds,
+            "final_return": final_return}
+
+
+def random_ceiling(seed: int) -> Dict[str, float]:
+    """gymnax CartPole-v1 (its own auto-reset), vmapped over the same envs, random actions, the same steps."""
+    import gymnax
+
+    env, env_params = gymnax.make("CartPole-v1")
+    num_steps = TOTAL_TIMESTEPS // NUM_ENVS
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    def rollout(key):
+        reset_key, key = jax.random.split(key)
+        _, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, NUM_ENVS), env_params)
+
+        def random_step(carry, _):
+            env_state, key = carry
+            key, action_key, step_key = jax.random.split(key, 3)
+            actions = jax.random.randint(action_key, (NUM_ENVS,), 0, 2)
+            # gymnax 1.0: (obs, state, reward, terminated, truncated, info), auto-reset inside
+            _, env_state, _, terminated, truncated, _ = step(
+                jax.random.split(step_key, NUM_ENVS), env_state, actions, env_params)
+            return (env_state, key), (terminated | truncated).sum()
+
+        _, episodes_ended = jax.lax.scan(random_step, (env_state, key), None, length=num_steps)
+        return episodes_ended.sum()
+
+    key = jax.random.PRNGKey(seed)
+    start = time.perf_counter()
+    compiled = jax.jit(rollout).lower(key).compile()
+    compile_seconds = time.perf_counter() - start
+    episodes, seconds = timed(compiled, key)
+    # CartPole pays 1 per step, so a random policy's mean return is its mean episode length
+    return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds,
+            "final_return": TOTAL_TIMESTEPS / max(int(episodes), 1)}
+
+
+class _GymnaxFiveTupleStep:
+    """gymnax 1.0's `step` returns (obs, state, reward, terminated, truncated, info); rejax 0.1.3 unpacks the
+    5-tuple of gymnax 0.0.x, whose `done` already folded truncation in. Everything else is the wrapped env."""
+
+    def __init__(self, env):
+        self._env = env
+
+    def __getattr__(self, name):
+        if name == "_env":  # not yet set (copy.deepcopy builds the object without __init__)
+            raise AttributeError(name)
+        return getattr(self._env, name)
+
+    def step(self, key, state, action, params=None):
+        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
+        return obs, state, reward, terminated | truncated, info
+
+
+def random_through_our_env_stack(seed: int) -> Dict[str, float]:
+    """The same random rollout through stoix_like's env layer (adapter, episode metrics, auto-reset, vmap):
+    the difference from the raw gymnax ceiling is what our wrappers cost."""
+    from stoix_like import envs as envs_lib
+
+    train_env, _ = envs_lib.make({"suite": "gymnax", "scenario": {"name": "CartPole-v1"}, "kwargs": {}})
+    env = envs_lib.VmapWrapper(train_env)
+    num_steps = TOTAL_TIMESTEPS // NUM_ENVS
+
+    def rollout(key):
+        reset_key, key = jax.random.split(key)
+        env_state, _ = env.reset(jax.random.split(reset_key, NUM_ENVS))
+
+        def random_step(carry, _):
+            env_state, key = carry
+            key, action_key = jax.random.split(key)
+            env_state, timestep = env.step(env_state, jax.random.randint(action_key, (NUM_ENVS,), 0, 2))
+            return (env_state, key), timestep.last().sum()
+
+        _, episodes_ended = jax.lax.scan(random_step, (env_state, key), None, length=num_steps)
+        return episodes_ended.sum()
+
+    key = jax.random.PRNGKey(seed)
+    start = time.perf_counter()
+    compiled = jax.jit(rollout).lower(key).compile()
+    compile_seconds = time.perf_counter() - start
+    episodes, seconds = timed(compiled, key)
+    return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds,
+            "final_return": TOTAL_TIMESTEPS / max(int(episodes), 1)}
+
+
+def rejax_ppo(seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:
+    """rejax's PPO on the same config, or None where rejax is not installed.
+
+    Differences rejax does not let us remove: its `max_grad_norm` clips each gradient element
+    (`optax.clip`), not the global norm; its time-limit ends are treated as terminations (no bootstrap).
+    The annealed rate is passed as an optax schedule over the same 976 × 16 optimiser steps.
+    """
+    try:
+        import gymnax
+        import optax
+        from rejax import PPO
+        from rejax.evaluate import evaluate
+    except ImportError:
+        return None
+
+    env, env_params = gymnax.make("CartPole-v1")
+    algo = PPO.create(
+        env=_GymnaxFiveTupleStep(env),
+        env_params=env_params,
+        num_envs=NUM_ENVS,
+        num_steps=ROLLOUT_LENGTH,
+        num_epochs=EPOCHS,
+        num_minibatches=NUM_MINIBATCHES,
+        learning_rate=optax.linear_schedule(LEARNING_RATE, 0.0, NUM_UPDATES * EPOCHS * NUM_MINIBATCHES),
+        max_grad_norm=0.5,
+        total_timesteps=TOTAL_TIMESTEPS,
+        eval_freq=TOTAL_TIMESTEPS // NUM_EVALUATION,
+        skip_initial_evaluation=True,
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip_eps=0.2,
+        ent_coef=0.01,
+        vf_coef=0.5,
+        agent_kwargs={"activation": "tanh", "hidden_layer_sizes": (64, 64)},
+    )
+    # time learning alone, as for ours: evaluation happens once, afterwards
+    algo = algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
+    key = jax.random.PRNGKey(seed)
+    start = time.perf_counter()
+    train = jax.jit(algo.train).lower(key).compile()
+    compile_seconds = time.perf_counter() - start
+    (train_state, _), seconds = timed(train, key)
+
+    lengths, returns = evaluate(algo.make_act(train_state), jax.random.PRNGKey(seed + 1), algo.env, algo.env_params,
+                                eval_episodes, algo.env_params.max_steps_in_episode)
+    return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds,
+            "final_return": float(np.mean(returns))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--eval-episodes", type=int, default=128)
+    parser.add_argument("--skip-rejax", action="store_true")
+    args = parser.parse_args()
+
+    print(f"PPO CartPole-v1, PureJaxRL config: {TOTAL_TIMESTEPS:,} steps = {NUM_UPDATES} updates × "
+          f"{ROLLOUT_LENGTH} steps × {NUM_ENVS} envs | jax {jax.__version__} on {jax.devices()[0].platform} "
+          f"({jax.device_count()} device)")
+    results = {"random policy (ceiling)": random_ceiling(args.seed),
+               "random, our env stack": random_through_our_env_stack(args.seed),
+               "ours": ours(args.seed, args.eval_episodes)}
+    rejax_result = None if args.skip_rejax else rejax_ppo(args.seed, args.eval_episodes)
+    if rejax_result is not None:
+        results["rejax"] = rejax_result
+    elif not args.skip_rejax:
+        print("rejax is not installed: `pip install rejax` to compare with it")
+
+    print(f"{'':<24}{'compile s':>10}{'steps/s':>12}{'final return':>14}")
+    for name, row in results.items():
+        print(f"{name:<24}{row['compile_s']:>10.1f}{row['steps_per_s']:>12,.0f}{row['final_return']:>14.1f}")
+    print(f"(ours: learner_setup {results['ours']['setup_s']:.1f}s before compiling; a random policy's 'return' is its "
+          f"mean episode length; final returns over {args.eval_episodes} episodes)")
+    ours_speed = results["ours"]["steps_per_s"]
+    ceiling = results["random policy (ceiling)"]["steps_per_s"]
+    print(f"ours / random policy: {ours_speed / ceiling:.3f} of the acting-only ceiling (our env stack alone: "
+          f"{results['random, our env stack']['steps_per_s'] / ceiling:.2f} of it)")
+    if "rejax" in results:
+        print(f"ours / rejax: {ours_speed / results['rejax']['steps_per_s']:.2f}× the throughput, "
+              f"compile {results['ours']['compile_s'] / results['rejax']['compile_s']:.2f}× the time")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""DQN and PQN on CartPole-v1: ours against rejax's DQN and PQN on the same configurations.
+
+    python benchmarks/value_based_cartpole.py [--seed 42] [--eval-episodes 128] [--skip-rejax] [--only dqn|pqn]
+
+DQN: our config/dqn.yaml defaults, 500,000 steps (800 warm-up steps, then 195 updates per evaluation ×
+10 evaluations × 16 steps × 16 envs, 64 gradient steps of 64 transitions per update). PQN: 16 envs ×
+128 steps, 4 epochs × 16 minibatches, 499,712 steps (244 updates; 500,000 is not a whole number of 2,048-step
+updates), the rest from config/pqn.yaml.
+
+For each contender it prints the compile seconds, the steady learning throughput (env steps per second of
+learning alone: no compilation, no evaluation) and the final policy's mean return over `--eval-episodes`
+episodes, then ours / rejax ratios. Figures depend on the machine and its load: compare ratios taken in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Callable, Dict, Optional
+
+import jax
+import numpy as np
+
+from ppo_cartpole import _GymnaxFiveTupleStep, timed  # same directory: the gymnax-1.0 shim rejax 0.1.3 needs
+
+NUM_ENVS = 16
+NUM_EVALUATION = 10
+
+DQN_TOTAL_TIMESTEPS = 500_000
+DQN_OVERRIDES = [f"arch.total_timesteps={DQN_TOTAL_TIMESTEPS}", f"arch.total_num_envs={NUM_ENVS}",
+                 f"arch.num_evaluation={NUM_EVALUATION}"]
+
+PQN_ROLLOUT_LENGTH = 128
+PQN_UPDATES = 244
+PQN_TOTAL_TIMESTEPS = PQN_UPDATES * PQN_ROLLOUT_LENGTH * NUM_ENVS  # 499,712
+# 244 updates = 4 evaluations × 61 updates (10 evaluations would not divide them)
+PQN_OVERRIDES = [f"arch.total_timesteps={PQN_TOTAL_TIMESTEPS}", f"arch.total_num_envs={NUM_ENVS}",
+                 "arch.num_evaluation=4", f"system.rollout_length={PQN_ROLLOUT_LENGTH}"]
+
+
+def compose(config_name: str, overrides):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from stoix_like.entry import CONFIG_DIR
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        return hydra_compose(config_name=config_name, overrides=list(overrides))
+
+
+def ours(config_name: str, learner_setup: Callable, overrides, seed: int, eval_episodes: int) -> Dict[str, float]:
+    """A real stoix_like system: config composed as `python -m experiments.<name>` would, learner compiled apart."""
+    from stoix_like import envs as envs_lib
+    from stoix_like import experiment, parallel
+    from stoix_like.evaluator import make_evaluator
+
+    config = compose(config_name, list(overrides) + [f"arch.seed={seed}"])
+    budget = experiment.make_budget(config)
+    train_env, eval_env = envs_lib.make(config.env)
+
+    setup_key, eval_key = jax.random.split(jax.random.PRNGKey(seed))
+    start = time.perf_counter()
+    setup = learner_setup(train_env, setup_key, config, budget)  # includes the replay warm-up, if any
+    jax.block_until_ready(setup.learner_state)
+    setup_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    learn = parallel.distribute(setup.learner_fn).lower(setup.learner_state).compile()
+    compile_seconds = time.perf_counter() - start
+
+    learner_state, learn_seconds = setup.learner_state, 0.0
+    for _ in range(budget.num_evaluation):
+        (learner_state, _), seconds = timed(learn, learner_state)
+        learn_seconds += seconds
+
+    evaluate = make_evaluator(eval_env, setup.eval_policy, eval_episodes)
+    eval_params = jax.device_get(setup.eval_params(parallel.first_slot(learner_state)))
+    final_return = float(np.mean(evaluate(eval_params, eval_key)["episode_return"]))
+    learning_steps = budget.total_timesteps - budget.warmup_steps
+    return {"setup_s": setup_seconds, "compile_s": compile_seconds, "steps_per_s": learning_steps / learn_seconds,
+            "final_return": final_return, "steps": budget.total_timesteps}
+
+
+def rejax_run(algo_cls_name: str, config: Dict, seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:
+    """rejax's algorithm on `config`, or None where rejax is not installed. Learning alone is timed: its
+    in-loop evaluation is replaced by a no-op, and the final policy is evaluated afterwards."""
+    try:
+        import gymnax
+        import jax.numpy as jnp
+        import rejax
+        from rejax.evaluate import evaluate
+    except ImportError:
+        return None
+
+    env, env_params = gymnax.make("CartPole-v1")
+    algo = getattr(rejax, algo_cls_name).create(env=_GymnaxFiveTupleStep(env), env_params=env_params,
+                                                skip_initial_evaluation=True, **config)
+    algo = algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
+    key = jax.random.PRNGKey(seed)
+    start = time.perf_counter()
+    train = jax.jit(algo.train).lower(key).compile()
+    compile_seconds = time.perf_counter() - start
+    (train_state, _), seconds = timed(train, key)
+    _, returns = evaluate(algo.make_act(train_state), jax.random.PRNGKey(seed + 1), algo.env, algo.env_params,
+                          eval_episodes, algo.env_params.max_steps_in_episode)
+    return {"compile_s": compile_seconds, "steps_per_s": config["total_timesteps"] / seconds,
+            "final_return": float(np.mean(returns)), "steps": config["total_timesteps"]}
+
+
+def rejax_dqn_config(system, network) -> Dict:
+    """Our DQN config in rejax's terms. rejax steps every env once per iteration, then takes `num_epochs`
+    gradient steps: ours takes `epochs` gradient steps per `rollout_length` steps, the same number per env step.
+    Its target update happens every `target_update_freq` env steps; ours every `target_update_period` gradient
+    steps, converted here. Differences it does not let us remove: its buffer fill is uniform-random acting (ours
+    acts ε-greedily, ε = 1 at first, so the same), it clips gradients element-wise rather than by global norm,
+    and it treats time-limit ends as terminations."""
+    gradient_steps_per_iteration = int(system.epochs) // int(system.rollout_length)
+    assert gradient_steps_per_iteration * int(system.rollout_length) == int(system.epochs), "no exact rejax equivalent"
+    env_steps_per_gradient_step = NUM_ENVS / gradient_steps_per_iteration
+    if list(network.q_network.pre_torso.layer_sizes) != [64, 64]:
+        print("note: rejax's DQN network is fixed at 64×64; ours is "
+              f"{list(network.q_network.pre_torso.layer_sizes)}")
+    return dict(
+        agent="QNetwork", agent_kwargs={"activation": str(network.q_network.pre_torso.activation)},
+        num_envs=NUM_ENVS, num_epochs=gradient_steps_per_iteration, total_timesteps=DQN_TOTAL_TIMESTEPS,
+        eval_freq=DQN_TOTAL_TIMESTEPS, buffer_size=int(system.buffer_size),
+        fill_buffer=int(system.warmup_rollout_length) * NUM_ENVS, batch_size=int(system.batch_size),
+        learning_rate=float(system.q_lr), max_grad_norm=float(system.max_grad_norm), gamma=float(system.gamma),
+        eps_start=float(system.epsilon_start), eps_end=float(system.epsilon_end),
+        exploration_fraction=float(system.epsilon_decay_fraction), ddqn=system.td_target == "double_q_learning",
+        polyak=1.0 - float(system.tau) if float(system.tau) < 1.0 else 0.0,
+        target_update_freq=(1 if float(system.tau) < 1.0
+                            else int(round(int(system.target_update_period) * env_steps_per_gradient_step))),
+    )
+
+
+def rejax_pqn_config(system, network) -> Dict:
+    """Our PQN config in rejax's terms. Differences it does not let us remove: its network is fixed at 64×64
+    (ReLU after LayerNorm), there is no reward scaling in its targets, its learning rate is constant (ours may
+    decay linearly to 0) and its gradients are clipped element-wise rather than by global norm."""
+    del network  # rejax's PQN network is not configurable
+    return dict(
+        num_envs=NUM_ENVS, num_steps=PQN_ROLLOUT_LENGTH, num_epochs=int(system.epochs),
+        num_minibatches=int(system.num_minibatches), total_timesteps=PQN_TOTAL_TIMESTEPS,
+        eval_freq=PQN_TOTAL_TIMESTEPS, learning_rate=float(system.q_lr), max_grad_norm=float(system.max_grad_norm),
+        gamma=float(system.gamma), td_lambda=float(system.q_lambda), eps_start=1.0,
+        eps_end=float(system.training_epsilon), exploration_fraction=float(system.exploration_fraction),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--eval-episodes", type=int, default=128)
+    parser.add_argument("--skip-rejax", action="store_true")
+    parser.add_argument("--only", choices=["dqn", "pqn"])
+    args = parser.parse_args()
+    print(f"CartPole-v1, {NUM_ENVS} envs | jax {jax.__version__} on {jax.devices()[0].platform} "
+          f"({jax.device_count()} device)")
+
+    from stoix_like.systems import dqn
+    try:
+        from stoix_like.systems import pqn
+    except ImportError:  # PQN lands separately; the DQN half runs without it
+        pqn = None
+
+    contenders = {}
+    if args.only in (None, "dqn"):
+        contenders["DQN"] = ("dqn", dqn.learner_setup, DQN_OVERRIDES, "DQN", rejax_dqn_config)
+    if args.only in (None, "pqn"):
+        if pqn is None:
+            print("PQN: stoix_like.systems.pqn is not there yet; benchmarking DQN only")
+        else:
+            contenders["PQN"] = ("pqn", pqn.learner_setup, PQN_OVERRIDES, "PQN", rejax_pqn_config)
+
+    rows = {}
+    for label, (config_name, learner_setup, overrides, rejax_name, rejax_config) in contenders.items():
+        rows[f"{label} ours"] = ours(config_name, learner_setup, overrides, args.seed, args.eval_episodes)
+        if args.skip_rejax:
+            continue
+        config = compose(config_name, overrides)
+        result = rejax_run(rejax_name, rejax_config(config.system, config.network), args.seed, args.eval_episodes)
+        if result is None:
+            print("rejax is not installed: `pip install rejax` to compare with it")
+        else:
+            rows[f"{label} rejax"] = result
+
+    print(f"{'':<12}{'steps':>10}{'setup s':>9}{'compile s':>11}{'steps/s':>12}{'final return':>14}")
+    for name, figures in rows.items():
+        setup = f"{figures['setup_s']:>9.1f}" if "setup_s" in figures else f"{'-':>9}"
+        print(f"{name:<12}{figures['steps']:>10,}{setup}{figures['compile_s']:>11.1f}{figures['steps_per_s']:>12,.0f}"
+              f"{figures['final_return']:>14.1f}")
+    print(f"(setup: learner_setup before compiling, replay warm-up included; final returns over "
+          f"{args.eval_episodes} episodes of the final params)")
+    for label in contenders:
+        if f"{label} rejax" in rows:
+            mine, theirs = rows[f"{label} ours"], rows[f"{label} rejax"]
+            print(f"{label}: ours / rejax = {mine['steps_per_s'] / theirs['steps_per_s']:.2f}× the throughput, "
+                  f"compile {mine['compile_s'] / theirs['compile_s']:.2f}× the time")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""What the continuous-control actor-critics (SAC, TD3, DDPG, D4PG) share, on top of the off-policy skeleton.
+
+- Critics are Q(s, a) of the *normalised* action in [-1, 1]; the env's bounds are applied only on the way to
+  the env (stoix_like.networks.distributions.unit_box_to_bounds), so replay and critics never see them.
+- Several critics are one ensemble: parameters stacked on a leading axis, applied with a vmap.
+- A scalar critic ensemble regresses on one target (`critic_regression_loss`); the target's min over critics
+  is `ops.losses.clipped_double_q_target`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Tuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+from stoix_like.budget import Budget
+from stoix_like.envs.environment import ContinuousActionSpace, Environment
+from stoix_like.errors import ConfigError
+from stoix_like.ops import losses
+from stoix_like.optim import make_optimizer
+from stoix_like.replay import Transition
+from stoix_like.types import Observation
+
+
+def require_continuous_actions(env: Environment, config: Any, algorithm: str) -> ContinuousActionSpace:
+    """The action space, or a one-line ConfigError before anything compiles."""
+    if not isinstance(env.action_space, ContinuousActionSpace):
+        raise ConfigError(
+            f"{config.env.suite}/{config.env.scenario.name} has discrete actions; {algorithm} needs continuous ones "
+            f"(use experiments.dqn or experiments.ppo for discrete actions).")
+    return env.action_space
+
+
+class CriticEnsemble(NamedTuple):
+    init: Callable  # (key, observation, action) -> parameters stacked on a leading critic axis
+    apply: Callable  # (params, observation, action) -> every output with a leading critic axis
+
+
+def critic_ensemble(critic: nn.Module, num_critics: int) -> CriticEnsemble:
+    """`num_critics` independently initialised copies of `critic`, evaluated together."""
+    if num_critics < 1:
+        raise ConfigError(f"system.num_critics={num_critics} must be at least 1.")
+
+    def init(key: jax.Array, observation: Observation, action: jax.Array):
+        return jax.vmap(critic.init, in_axes=(0, None, None))(jax.random.split(key, num_critics), observation, action)
+
+    return CriticEnsemble(init=init, apply=jax.vmap(critic.apply, in_axes=(0, None, None)))
+
+
+def example_inputs(env: Environment) -> Tuple[Observation, jax.Array]:
+    """A batch of one observation and one action, to initialise networks with."""
+    _, timestep = env.reset(jax.random.PRNGKey(0))
+    observation = jax.tree_util.tree_map(lambda x: x[None], timestep.observation)
+    return observation, jnp.zeros((1, env.action_space.action_dim), jnp.float32)
+
+
+def optimizer(learning_rate: float, config: Any, budget: Budget) -> optax.GradientTransformation:
+    """Every network of these systems takes one optimiser step per gradient step (`epochs` per update)."""
+    system = config.system
+    return make_optimizer(learning_rate, system.max_grad_norm, budget.num_updates * int(system.epochs),
+                          system.decay_learning_rates)
+
+
+def gradient_step(update_fn: Callable, params: Any, grads: Any, opt_state: Any) -> Tuple[Any, Any]:
+    updates, opt_state = update_fn(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+
+def critic_regression_loss(critic_params: Any, critic_apply: Callable, batch: Transition, target: jax.Array,
+                           weights: jax.Array):
+    """Every critic of the ensemble regresses on the same target (squared error, summed over critics).
+
+    Returns `(loss, (priorities [B], metrics))`; priorities are the mean absolute TD error over critics.
+    """
+    q_values = critic_apply(critic_params, batch.observation, batch.action)  # [C, B]
+    td_errors = target[None] - q_values
+    per_example = jnp.sum(losses.l2_loss(td_errors), axis=0)
+    metrics = {"critic_loss": jnp.mean(per_example), "q_value": jnp.mean(q_values)}
+    return jnp.mean(weights * per_example), (jnp.mean(jnp.abs(td_errors), axis=0), metrics)

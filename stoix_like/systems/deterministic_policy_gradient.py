@@ -1,0 +1,125 @@
+"""The deterministic-policy-gradient learner that DDPG, TD3 and D4PG share.
+
+A deterministic actor a = μ(s) in [-1, 1] ascends its critic's value of (s, μ(s)) (Silver et al., 2014);
+acting adds Gaussian noise, and the warm-up acts uniformly at random so the first batches cover the box.
+The systems differ only in their critic, handed to this module as two functions:
+
+    critic_loss(critic_params, target_critic_params, batch, next_action, weights) -> (loss, (priorities, metrics))
+    policy_value(critic_params, observation, action) -> [B]        (what the actor maximises)
+
+and in three switches of `config.system`:
+    num_critics         TD3: 2 (clipped double Q)      DDPG, D4PG: 1
+    policy_frequency    TD3: 2 (delayed actor and target updates)      DDPG, D4PG: 1
+    target_policy_noise TD3: 0.2 (target-policy smoothing, clipped to ±target_noise_clip)    DDPG, D4PG: 0
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from stoix_like import experiment, parallel, targets
+from stoix_like.budget import Budget
+from stoix_like.envs.environment import Environment
+from stoix_like.evaluator import actor_policy
+from stoix_like.exploration import perturb_action
+from stoix_like.networks.factory import build_actor, build_state_action_critic
+from stoix_like.replay import Transition
+from stoix_like.systems import continuous_control, off_policy
+from stoix_like.types import ActorCriticOptStates, ActorCriticParams, ActorCriticUpdateFns, OnlineAndTarget
+
+# get_learner_fn(actor_apply, critic_apply, update_fns, config) -> learn_from_batch, as each system defines it
+GetLearnerFn = Callable[[Callable, Callable, ActorCriticUpdateFns, Any], Callable]
+
+
+def make_act(actor_apply: Callable, system: Any, warmup_steps: int):
+    exploration_noise = float(system.exploration_noise)
+
+    def act(params: ActorCriticParams, observation, key: jax.Array, global_env_steps: jax.Array):
+        noise_key, uniform_key = jax.random.split(key)
+        policy = actor_apply(params.actor.online, observation)
+        explored = perturb_action(noise_key, policy.mode(), exploration_noise)
+        uniform = jax.random.uniform(uniform_key, explored.shape, explored.dtype, -1.0, 1.0)
+        action = jnp.where(global_env_steps < warmup_steps, uniform, explored)
+        return action, policy.to_env_action(action)
+
+    return act
+
+
+def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_value: Callable,
+                          update_fns: ActorCriticUpdateFns, system: Any):
+    """The skeleton's `learn_from_batch`: a critic step, then (every `policy_frequency` steps) an actor step
+    on the updated critic and a Polyak step of both targets."""
+    tau = float(system.tau)
+    policy_frequency = int(system.policy_frequency)
+    smoothing_noise, noise_clip = float(system.target_policy_noise), float(system.target_noise_clip)
+
+    def next_action_of_target_policy(target_actor_params, next_observation, key: jax.Array) -> jax.Array:
+        action = actor_apply(target_actor_params, next_observation).mode()
+        if smoothing_noise > 0.0:
+            # smoothing over nearby actions keeps the actor from exploiting a narrow peak of critic error
+            action = perturb_action(key, action, smoothing_noise, noise_clip)
+        return action
+
+    def actor_loss(actor_params, critic_params, observation) -> jax.Array:
+        action = actor_apply(actor_params, observation).mode()
+        return -jnp.mean(policy_value(critic_params, observation, action))
+
+    def learn_from_batch(params: ActorCriticParams, opt_states: ActorCriticOptStates, batch: Transition, weights,
+                         key: jax.Array, update_count: jax.Array):
+        next_action = next_action_of_target_policy(params.actor.target, batch.next_observation, key)
+        critic_grads, (priorities, metrics) = jax.grad(critic_loss, has_aux=True)(
+            params.critic.online, params.critic.target, batch, next_action, weights)
+        critic_grads, metrics = parallel.pmean_batch_then_device((critic_grads, metrics))
+        critic, critic_opt = continuous_control.gradient_step(
+            update_fns.critic, params.critic.online, critic_grads, opt_states.critic)
+
+        policy_loss, actor_grads = jax.value_and_grad(actor_loss)(params.actor.online, critic, batch.observation)
+        actor_grads, policy_loss = parallel.pmean_batch_then_device((actor_grads, policy_loss))
+        actor, actor_opt = continuous_control.gradient_step(
+            update_fns.actor, params.actor.online, actor_grads, opt_states.actor)
+
+        # Delayed: the critic takes several steps to follow each change of the policy (TD3).
+        policy_step = update_count % policy_frequency == 0
+        keep_unless_policy_step = lambda new, old: jax.tree_util.tree_map(
+            lambda n, o: jnp.where(policy_step, n, o), new, old)
+        actor, actor_opt = keep_unless_policy_step((actor, actor_opt), (params.actor.online, opt_states.actor))
+        actor_target = keep_unless_policy_step(
+            targets.update_target(actor, params.actor.target, update_count + 1, tau, 1), params.actor.target)
+        critic_target = keep_unless_policy_step(
+            targets.update_target(critic, params.critic.target, update_count + 1, tau, 1), params.critic.target)
+
+        params = ActorCriticParams(OnlineAndTarget(actor, actor_target), OnlineAndTarget(critic, critic_target))
+        return params, ActorCriticOptStates(actor_opt, critic_opt), {**metrics, "actor_loss": policy_loss}, priorities
+
+    return learn_from_batch
+
+
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, get_learner_fn: GetLearnerFn,
+                  num_critics: int, algorithm: str) -> experiment.SystemSetup:
+    system = config.system
+    action_space = continuous_control.require_continuous_actions(env, config, algorithm)
+    actor = build_actor(config.network, action_space)
+    critics = continuous_control.critic_ensemble(build_state_action_critic(config.network), num_critics)
+
+    actor_key, critic_key, key = jax.random.split(key, 3)
+    observation, action = continuous_control.example_inputs(env)
+    actor_params = actor.init(actor_key, observation)
+    critic_params = critics.init(critic_key, observation, action)
+    params = ActorCriticParams(OnlineAndTarget(actor_params, actor_params), OnlineAndTarget(critic_params, critic_params))
+
+    actor_optimizer = continuous_control.optimizer(system.actor_lr, config, budget)
+    critic_optimizer = continuous_control.optimizer(system.critic_lr, config, budget)
+    update_fns = ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update)
+    return off_policy.learner_setup(
+        env, key, config, budget,
+        params=params,
+        opt_states=ActorCriticOptStates(actor_optimizer.init(actor_params), critic_optimizer.init(critic_params)),
+        act=make_act(actor.apply, system, budget.warmup_steps),
+        learn_from_batch=get_learner_fn(actor.apply, critics.apply, update_fns, config),
+        eval_policy=actor_policy(actor.apply, greedy=True),
+        eval_params=lambda slot: (slot.params.actor.online, slot.obs_norm),
+        prioritised=bool(system.get("prioritised_replay", False)),
+    )

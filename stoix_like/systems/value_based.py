@@ -1,0 +1,153 @@
+"""What every Q-learning system on the off-policy skeleton shares; the systems differ only in their loss.
+
+A Q-network's head decides the form of its output: scalar Q-values `[B, A]` (DQN), or a return distribution
+with its expected Q-values in `.q_values` (C51's CategoricalQOutput, QR-DQN's QuantileQOutput). Acting
+(ε-greedy, or noisy layers with ε = 0) and greedy evaluation go through the expected Q-values only, so they
+are the same for every head. A system supplies one `QLoss`:
+
+    q_loss(online, target, batch) -> (per_example_loss [B], priorities [B], metrics)
+
+where `online(observation)` / `target(observation)` apply the online / target network (one sampled noise
+per network and gradient step when the network is noisy). This file does the rest: the head check, the
+gradient step with its device-and-batch averaging, the target update and the off-policy plumbing.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Dict, Tuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from stoix_like import experiment, normalization, parallel, targets
+from stoix_like.budget import Budget
+from stoix_like.envs.environment import DiscreteActionSpace, Environment
+from stoix_like.errors import ConfigError
+from stoix_like.exploration import epsilon_greedy, linear_epsilon
+from stoix_like.networks.factory import build_q_network
+from stoix_like.networks.heads import CategoricalQOutput, QuantileQOutput
+from stoix_like.networks.noisy import NOISE_STREAM
+from stoix_like.optim import make_optimizer
+from stoix_like.replay import Transition
+from stoix_like.systems import off_policy
+from stoix_like.types import OnlineAndTarget
+
+QLoss = Callable[[Callable, Callable, Transition], Tuple[jax.Array, jax.Array, Dict[str, jax.Array]]]
+
+# What a head outputs, by output type; a system names the kind its loss needs.
+HEAD_KINDS = {CategoricalQOutput: "categorical", QuantileQOutput: "quantile"}
+SCALAR = "scalar"
+
+
+def head_kind(output: Any) -> str:
+    return HEAD_KINDS.get(type(output), SCALAR)
+
+
+def q_values_of(output: Any) -> jax.Array:
+    """The expected Q-values `[B, A]` of any Q head's output."""
+    return getattr(output, "q_values", output)
+
+
+def make_apply(q_network: Any) -> Callable:
+    """`apply(params, observation, noise_key=None)`: with a key, noisy layers sample their noise from it;
+    without one they use their mean weights (greedy evaluation). Networks without noisy layers ignore the key."""
+
+    def apply(params, observation, noise_key=None):
+        if noise_key is None:
+            return q_network.apply(params, observation)
+        return q_network.apply(params, observation, rngs={NOISE_STREAM: noise_key})
+
+    return apply
+
+
+def taken(values: jax.Array, actions: jax.Array) -> jax.Array:
+    """values `[B, A, ...]`, actions `[B]` -> `[B, ...]`: the entry of the action taken."""
+    return jax.vmap(lambda row, action: row[action])(values, actions)
+
+
+def make_act(apply: Callable, system: Any, total_timesteps: int):
+    """ε-greedy on the expected Q-values over legal actions; noise (if any) sampled afresh every step."""
+    decay_steps = int(float(system.epsilon_decay_fraction) * total_timesteps)
+
+    def act(params: OnlineAndTarget, observation, key, global_env_steps):
+        noise_key, explore_key = jax.random.split(key)
+        q_values = q_values_of(apply(params.online, observation, noise_key))
+        epsilon = linear_epsilon(global_env_steps, float(system.epsilon_start), float(system.epsilon_end), decay_steps)
+        action = epsilon_greedy(explore_key, q_values, observation.action_mask, epsilon)
+        return action, action
+
+    return act
+
+
+def greedy_policy(apply: Callable):
+    """Eval policy: the best legal action under the mean (noise-free) network. Eval params: (q_params, obs_norm)."""
+
+    def policy(eval_params, observation, key):
+        del key
+        q_params, obs_norm = eval_params
+        q_values = q_values_of(apply(q_params, normalization.normalize(obs_norm, observation)))
+        return jnp.argmax(jnp.where(observation.action_mask, q_values, -jnp.inf), axis=-1)
+
+    return policy
+
+
+def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, system: Any):
+    """The skeleton's `learn_from_batch`: one importance-weighted gradient step, then the target update."""
+
+    def loss_fn(online_params, target_params, batch: Transition, weights: jax.Array, key: jax.Array):
+        online_key, target_key = jax.random.split(key)
+        online = functools.partial(apply, online_params, noise_key=online_key)
+        target = functools.partial(apply, target_params, noise_key=target_key)
+        per_example, priorities, metrics = q_loss(online, target, batch)
+        return jnp.mean(weights * per_example), (jax.lax.stop_gradient(priorities), metrics)
+
+    def learn_from_batch(params: OnlineAndTarget, opt_state, batch: Transition, weights, key, update_count):
+        grads, (priorities, metrics) = jax.grad(loss_fn, has_aux=True)(
+            params.online, params.target, batch, weights, key)
+        grads, metrics = parallel.pmean_batch_then_device((grads, metrics))
+        updates, opt_state = q_update(grads, opt_state, params.online)
+        online = optax.apply_updates(params.online, updates)
+        target = targets.update_target(online, params.target, update_count + 1, float(system.tau),
+                                       int(system.target_update_period))
+        return OnlineAndTarget(online, target), opt_state, metrics, priorities
+
+    return learn_from_batch
+
+
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, q_loss: QLoss,
+                  needs_head: str, example_networks: str) -> experiment.SystemSetup:
+    """A value-based system's setup. `needs_head` is the head kind `q_loss` reads (see HEAD_KINDS);
+    a network whose head outputs anything else is refused, naming `example_networks` that fit."""
+    system = config.system
+    name = str(system.system_name)
+    if not isinstance(env.action_space, DiscreteActionSpace):
+        raise ConfigError(f"{config.env.scenario.name} has continuous actions; {name} needs discrete ones "
+                          f"(use experiments.sac / td3 / ddpg for continuous control).")
+    if "q_network" not in config.network:
+        raise ConfigError(f"the network config has no q_network, which {name} needs; use e.g. network={example_networks}.")
+    q_network = build_q_network(config.network, env.action_space)
+    _, example = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
+    example_observation = jax.tree_util.tree_map(lambda x: jnp.zeros((1,) + x.shape, x.dtype), example.observation)
+    # shapes only: nothing is compiled or run to find out what the head outputs
+    example_output, _ = jax.eval_shape(q_network.init_with_output, jax.random.PRNGKey(0), example_observation)
+    if head_kind(example_output) != needs_head:
+        raise ConfigError(
+            f"the network's Q head ({config.network.q_network.q_head._target_}) outputs {head_kind(example_output)} "
+            f"Q-values but {name} needs a {needs_head} head; use e.g. network={example_networks}.")
+
+    init_key, key = jax.random.split(key)
+    online = jax.jit(q_network.init)(init_key, example_observation)  # one compile, not one per op
+    apply = make_apply(q_network)
+    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, budget.num_updates * int(system.epochs),
+                               system.decay_learning_rates)
+    return off_policy.learner_setup(
+        env, key, config, budget,
+        params=OnlineAndTarget(online, online), opt_states=optimizer.init(online),
+        act=make_act(apply, system, budget.total_timesteps),
+        learn_from_batch=make_learn_from_batch(apply, optimizer.update, q_loss, system),
+        eval_policy=greedy_policy(apply),
+        eval_params=lambda slot: (slot.params.online, slot.obs_norm),
+        prioritised=bool(system.prioritised_replay),
+    )

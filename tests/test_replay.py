@@ -1,0 +1,83 @@
+"""Replay (stoix_like.replay): the n-step view of sampled sequences, and buffers that cannot work refused early.
+
+Expected n-step numbers are worked out by hand in the comments.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from stoix_like import experiment, replay
+from stoix_like.errors import ConfigError
+from stoix_like.types import Observation
+
+
+def sequences(rewards, discounts, lasts):
+    """(B, n) sequences whose next observations are 10 × (row + 1) + step, so the chosen one is readable."""
+    rewards = jnp.asarray(rewards, jnp.float32)
+    batch, n = rewards.shape
+    next_view = 10.0 * (jnp.arange(batch)[:, None] + 1) + jnp.arange(n)[None, :]
+
+    def observation(view):
+        return Observation(agent_view=view[..., None], action_mask=jnp.ones((batch, n, 2), bool),
+                           step_count=jnp.zeros((batch, n), jnp.int32))
+
+    return replay.Transition(
+        observation=observation(next_view - 1.0), action=jnp.arange(batch * n, dtype=jnp.int32).reshape(batch, n),
+        reward=rewards, discount=jnp.asarray(discounts, jnp.float32), last=jnp.asarray(lasts, bool),
+        next_observation=observation(next_view))
+
+
+def test_n_step_transition_stops_at_episode_ends_and_bootstraps_only_truncations():
+    # gamma = 0.5, n = 3, rewards 1, 2, 4 in every row.
+    batch = sequences(
+        rewards=[[1, 2, 4]] * 4,
+        discounts=[[1, 0, 1],   # row 0: terminated at step 1
+                   [1, 1, 1],   # row 1: truncated at step 1 (last, discount still 1)
+                   [1, 1, 1],   # row 2: no episode end
+                   [1, 1, 1]],  # row 3: truncated at step 0
+        lasts=[[0, 1, 0], [0, 1, 0], [0, 0, 0], [1, 0, 0]],
+    )
+    n_step = replay.n_step_transition(batch, gamma=0.5)
+
+    # row 0: 1 + 0.5·2 = 2; the sum stops at the termination; discount 0.5² · 0 = 0; next obs of step 1 (11).
+    # row 1: the same sum 2, but the truncation bootstraps: discount 0.5² · 1 = 0.25; next obs 21.
+    # row 2: 1 + 0.5·2 + 0.25·4 = 3; discount 0.5³ = 0.125; next obs of step 2 (32).
+    # row 3: 1 (reward 2 and 4 belong to the next episode); discount 0.5; next obs of step 0 (40).
+    np.testing.assert_allclose(n_step.reward, [2.0, 2.0, 3.0, 1.0])
+    np.testing.assert_allclose(n_step.discount, [0.0, 0.25, 0.125, 0.5])
+    np.testing.assert_allclose(n_step.next_observation.agent_view[:, 0], [11.0, 21.0, 32.0, 40.0])
+    np.testing.assert_array_equal(n_step.last, [True, True, False, True])
+    # the first step's observation and action are the ones the loss differentiates
+    np.testing.assert_allclose(n_step.observation.agent_view[:, 0], [9.0, 19.0, 29.0, 39.0])
+    np.testing.assert_array_equal(n_step.action, [0, 3, 6, 9])
+
+
+def test_one_step_transition_is_the_stored_step():
+    batch = sequences(rewards=[[3.0]], discounts=[[0.0]], lasts=[[1]])
+    n_step = replay.n_step_transition(batch, gamma=0.9)
+    np.testing.assert_allclose(n_step.reward, [3.0])
+    np.testing.assert_allclose(n_step.discount, [0.0])
+
+
+def buffer_error(compose, overrides) -> str:
+    config = compose("dqn", overrides)
+    with pytest.raises(ConfigError) as error:
+        replay.make_buffer(config.system, experiment.make_budget(config))
+    message = str(error.value)
+    assert "\n" not in message
+    return message
+
+
+def test_buffer_smaller_than_a_batch_is_refused(compose):
+    message = buffer_error(compose, ["system.buffer_size=64", "system.batch_size=128"])
+    assert "system.buffer_size=64" in message and "system.batch_size=128" in message
+
+
+def test_n_step_longer_than_the_collected_rollout_is_refused(compose):
+    # 16 envs × 2 warm-up steps, then 10 evaluations × 1 update × 2 steps × 16 envs
+    message = buffer_error(compose, ["system.n_step=5", "system.rollout_length=2", "system.warmup_rollout_length=2",
+                                     "arch.total_timesteps=352"])
+    assert "system.n_step=5" in message
