@@ -191,7 +191,6 @@ class Checkpoints:
         return state, restored_progress, f"resumed from {os.path.join(self.resume_root, str(step))}"
 
     def _read_latest_good(self, learner_state: Any, eval_params_template: Any):
-        fingerprint = state_fingerprint(_global_template(learner_state))
         for step in self._candidate_steps():
             try:
                 meta = _read_items(self.resume_root, step, {"meta": None})["meta"]
@@ -199,15 +198,19 @@ class Checkpoints:
                 self._set_aside(step, error)
                 continue
             self._check_compatible(meta, step)
-            difference = _first_difference(meta["fingerprint"], fingerprint, "learner_state")
-            if difference:
-                raise ConfigError(f"checkpoint {os.path.join(self.resume_root, str(step))} holds a learner state "
-                                  f"of another shape: {difference}; refusing to resume it.")
             templates = {
                 "learner_state": _global_template(learner_state),
                 "best_params": _stacked_template(eval_params_template, len(self.seeds)),
                 "loop": {"eval_keys": jax.ShapeDtypeStruct((len(self.seeds), 2), np.uint32)},
             }
+            # A state of another structure is refused here, so that a failed read below can only mean damage.
+            for item, saved_fingerprint in (("learner_state", meta["fingerprint"]),
+                                            ("best_params", meta.get("eval_params_fingerprint"))):
+                difference = saved_fingerprint and _first_difference(
+                    saved_fingerprint, state_fingerprint(templates[item]), item)
+                if difference:
+                    raise ConfigError(f"checkpoint {os.path.join(self.resume_root, str(step))} holds a {item} of "
+                                      f"another shape: {difference}; refusing to resume it.")
             try:
                 items = _read_items(self.resume_root, step, templates)
             except Exception as error:  # noqa: BLE001 - a corrupt step: use the one before
@@ -216,7 +219,7 @@ class Checkpoints:
             progress = Progress(
                 evaluations_done=int(meta["evaluations_done"]),
                 steps_done=int(meta["steps_done"]),
-                eval_keys=np.asarray(items["loop"]["eval_keys"]),
+                eval_keys=np.array(items["loop"]["eval_keys"]),  # a writable copy: the loop advances it
                 best_returns=[_float(r) for r in meta["best_returns"]],
                 best_params=_unstack(items["best_params"], len(self.seeds)),
                 log_history=meta.get("log_history"),
@@ -265,6 +268,7 @@ class Checkpoints:
             "best_returns": [_json_float(r) for r in progress.best_returns],
             "fingerprint": state_fingerprint(global_state),
             "params_fingerprint": state_fingerprint(items["params"]) if "params" in items else None,
+            "eval_params_fingerprint": state_fingerprint(items["best_params"]),
             "config": _config_container(self.config),
             "log_history": progress.log_history,
         }
@@ -520,7 +524,7 @@ def _on_main_then_broadcast(read: Callable[[], Any], templates: Tuple[Any, Any])
     num_seeds = len(best_returns)
     if parallel.is_main_process():  # exact values where they are logged
         return result
-    progress = Progress(int(counters[0]), int(counters[1]), np.asarray(eval_keys), [float(r) for r in best_returns],
+    progress = Progress(int(counters[0]), int(counters[1]), np.array(eval_keys), [float(r) for r in best_returns],
                         _unstack(best_params, num_seeds))
     return global_state, progress, int(counters[2])
 

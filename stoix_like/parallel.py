@@ -12,7 +12,7 @@ and `local_share` move whole learner states between that layout and one global h
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, List, Sequence, Tuple
+from typing import Any, Callable, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp

@@ -222,7 +222,8 @@ def test_load_params_from_starts_a_new_run_from_saved_params_only(uninterrupted)
     assert loaded.opt_states is fresh.opt_states  # params only: everything else starts afresh
 
     wider = live_state_like_the_saved_one(saved, wider=True)
-    with pytest.raises(ConfigError, match=r"do not fit this network: params\..* in the checkpoint, \[\[1, \d+, 32\], 'float32'\] here"):
+    refusal = r"do not fit this network: params\..* in the checkpoint, \[\[1, \d+, 32\], 'float32'\] here"
+    with pytest.raises(ConfigError, match=refusal):
         checkpointing.load_params(str(uninterrupted.checkpoints), None, wider, num_seeds=1)
 
 

@@ -325,3 +325,46 @@ def test_two_devices_keep_identical_params_while_their_replay_buffers_differ(two
     assert any(not np.allclose(final[k], initial[k]) for k in final), "the params never moved"
     buffers = two_device_results[f"{name}/buffer"].reshape((slots, -1))
     assert len({row.tobytes() for row in buffers}) == slots, "two slots filled the same replay buffer"
+
+
+# ------------------------------------------------------------------------------------------ learning CartPole
+# Each algorithm with its shipped config, only a shorter budget: the absolute metric (the best evaluation's
+# params, re-evaluated on 10× the episodes) must reach 400. Budgets: 800 warm-up steps + 10 evaluations ×
+# k updates × 16 steps × 16 envs.
+
+
+def learns_cartpole(compose, name: str, system, total_timesteps: int, overrides=()) -> None:
+    config = compose(name, [f"arch.total_timesteps={total_timesteps}", *overrides])
+    start = time.perf_counter()
+    absolute_return = system.run_experiment(config)
+    print(f"{name}: absolute return {absolute_return:.1f} after {total_timesteps:,} steps, "
+          f"{time.perf_counter() - start:.0f}s")
+    assert absolute_return >= 400.0, f"{name} reached only {absolute_return:.1f} in {total_timesteps:,} steps"
+
+
+def test_dqn_learns_cartpole(compose):
+    learns_cartpole(compose, "dqn", dqn, 77_600)
+
+
+def test_ddqn_learns_cartpole(compose):
+    learns_cartpole(compose, "ddqn", dqn, 77_600)
+
+
+def test_mdqn_learns_cartpole(compose):
+    learns_cartpole(compose, "mdqn", dqn, 77_600)
+
+
+def test_dqn_reg_learns_cartpole(compose):
+    learns_cartpole(compose, "dqn_reg", dqn, 77_600)
+
+
+def test_c51_learns_cartpole(compose):
+    learns_cartpole(compose, "c51", distributional_dqn, 77_600)
+
+
+def test_qr_dqn_learns_cartpole(compose):
+    learns_cartpole(compose, "qr_dqn", distributional_dqn, 77_600)
+
+
+def test_rainbow_learns_cartpole(compose):
+    learns_cartpole(compose, "rainbow", distributional_dqn, 31_520)

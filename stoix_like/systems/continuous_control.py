@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from stoix_like.budget import Budget
-from stoix_like.envs.environment import ContinuousActionSpace, Environment
+from stoix_like.envs.environment import ContinuousActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
 from stoix_like.ops import losses
 from stoix_like.optim import make_optimizer
@@ -50,11 +50,17 @@ def critic_ensemble(critic: nn.Module, num_critics: int) -> CriticEnsemble:
     return CriticEnsemble(init=init, apply=jax.vmap(critic.apply, in_axes=(0, None, None)))
 
 
-def example_inputs(env: Environment) -> Tuple[Observation, jax.Array]:
-    """A batch of one observation and one action, to initialise networks with."""
-    _, timestep = env.reset(jax.random.PRNGKey(0))
-    observation = jax.tree_util.tree_map(lambda x: x[None], timestep.observation)
-    return observation, jnp.zeros((1, env.action_space.action_dim), jnp.float32)
+def init_actor_and_critics(actor: nn.Module, critics: CriticEnsemble, env: Environment, key: jax.Array
+                           ) -> Tuple[Any, Any]:
+    """Initial parameters of the actor and of every critic, from shapes only and in one compiled call."""
+    observation = example_observation(env)
+    action = jnp.zeros((1, env.action_space.action_dim), jnp.float32)
+
+    def init(key: jax.Array):
+        actor_key, critic_key = jax.random.split(key)
+        return actor.init(actor_key, observation), critics.init(critic_key, observation, action)
+
+    return jax.jit(init)(key)
 
 
 def optimizer(learning_rate: float, config: Any, budget: Budget) -> optax.GradientTransformation:

@@ -104,11 +104,10 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
     actor = build_actor(config.network, action_space)
     critics = continuous_control.critic_ensemble(build_state_action_critic(config.network), num_critics)
 
-    actor_key, critic_key, key = jax.random.split(key, 3)
-    observation, action = continuous_control.example_inputs(env)
-    actor_params = actor.init(actor_key, observation)
-    critic_params = critics.init(critic_key, observation, action)
-    params = ActorCriticParams(OnlineAndTarget(actor_params, actor_params), OnlineAndTarget(critic_params, critic_params))
+    init_key, key = jax.random.split(key)
+    actor_params, critic_params = continuous_control.init_actor_and_critics(actor, critics, env, init_key)
+    params = ActorCriticParams(OnlineAndTarget(actor_params, actor_params),
+                               OnlineAndTarget(critic_params, critic_params))
 
     actor_optimizer = continuous_control.optimizer(system.actor_lr, config, budget)
     critic_optimizer = continuous_control.optimizer(system.critic_lr, config, budget)
@@ -119,7 +118,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         opt_states=ActorCriticOptStates(actor_optimizer.init(actor_params), critic_optimizer.init(critic_params)),
         act=make_act(actor.apply, system, budget.warmup_steps),
         learn_from_batch=get_learner_fn(actor.apply, critics.apply, update_fns, config),
-        eval_policy=actor_policy(actor.apply, greedy=True),
+        eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),  # mode == sample here
         eval_params=lambda slot: (slot.params.actor.online, slot.obs_norm),
         prioritised=bool(system.get("prioritised_replay", False)),
     )

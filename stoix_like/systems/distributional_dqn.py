@@ -35,7 +35,8 @@ def _categorical_loss(system: Any, select_next_action: Callable) -> value_based.
         per_example = losses.categorical_q_learning_loss(
             online_tm1.logits, online_tm1.atoms, batch.action, batch.reward, batch.discount, target_t.logits,
             select_next_action(online, target, batch, target_t), batch.next_observation.action_mask)
-        # the cross-entropy to the projected target is also the priority, as in Rainbow
+        # the cross-entropy to the projected target is also the priority (Dopamine's Rainbow; the paper's KL
+        # differs from it by the target's entropy)
         return per_example, per_example, {"q_loss": jnp.mean(per_example)}
 
     return q_loss

@@ -70,7 +70,8 @@ def get_learner_fn(actor_apply: Callable, critic_apply: Callable, update_fns: SA
         alpha_grads = jax.grad(losses.sac_temperature_loss)(params.log_alpha, log_prob, target_entropy)
         actor_grads, alpha_grads, policy_loss, entropy = parallel.pmean_batch_then_device(
             (actor_grads, alpha_grads, policy_loss, -jnp.mean(log_prob)))
-        actor, actor_opt = continuous_control.gradient_step(update_fns.actor, params.actor, actor_grads, opt_states.actor)
+        actor, actor_opt = continuous_control.gradient_step(
+            update_fns.actor, params.actor, actor_grads, opt_states.actor)
         log_alpha, alpha_opt = continuous_control.gradient_step(
             update_fns.alpha, params.log_alpha, alpha_grads, opt_states.alpha)
 
@@ -88,10 +89,9 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
     actor = build_actor(config.network, action_space)
     critics = continuous_control.critic_ensemble(build_state_action_critic(config.network), int(system.num_critics))
 
-    actor_key, critic_key, key = jax.random.split(key, 3)
-    observation, action = continuous_control.example_inputs(env)
-    critic_params = critics.init(critic_key, observation, action)
-    params = SACParams(actor=actor.init(actor_key, observation), critic=OnlineAndTarget(critic_params, critic_params),
+    init_key, key = jax.random.split(key)
+    actor_params, critic_params = continuous_control.init_actor_and_critics(actor, critics, env, init_key)
+    params = SACParams(actor=actor_params, critic=OnlineAndTarget(critic_params, critic_params),
                        log_alpha=jnp.log(jnp.asarray(float(system.init_alpha), jnp.float32)))
 
     actor_optimizer, critic_optimizer, alpha_optimizer = (

@@ -40,7 +40,8 @@ def get_learner_fn(actor_apply: Callable, critic_apply: Callable, update_fns: Ac
 
 def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
     return dpg.learner_setup(env, key, config, budget, get_learner_fn=get_learner_fn,
-                             num_critics=int(config.system.num_critics), algorithm=str(config.system.system_name).upper())
+                             num_critics=int(config.system.num_critics),
+                             algorithm=str(config.system.system_name).upper())
 
 
 def run_experiment(config: Any) -> float:
