@@ -1,13 +1,14 @@
 """Seeds and devices on the CPU: what one program of N seeds and a second device buy.
 
-    python benchmarks/seeds_and_devices.py [--seeds 8] [--updates 10]
+    python benchmarks/seeds_and_devices.py [--seeds 8] [--updates 50]
 
 1. `arch.num_seeds=N` (N seeds vmapped in one compiled program) against N sequential single-seed runs of
    the same config: total env steps per second of learning, all seeds together.
 2. One against two forced CPU devices (`--xla_force_host_platform_device_count`) at equal total envs.
 
 Each measurement runs in a fresh interpreter (XLA flags must be set before jax starts). Throughput counts
-learn calls only: compilation, evaluation and logging are timed apart. On a CPU "devices" share the same
+learn calls only: compilation, evaluation and logging are timed apart (the first call's one-off start-up,
+e.g. of the CPU collectives, is in; enough updates amortise it). On a CPU "devices" share the same
 cores, so (2) shows the cost of splitting rather than a speed-up; figures depend on the machine and its
 load, so compare ratios taken in one run. Prints figures; asserts nothing.
 """
@@ -73,7 +74,7 @@ def report(label: str, figures: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--updates", type=int, default=10, help="updates per evaluation (2 evaluations)")
+    parser.add_argument("--updates", type=int, default=50, help="updates per evaluation (2 evaluations)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
@@ -67,14 +68,46 @@ def ppo(args, cwd, cache_dir, timeout: float = 600):
     return run_python(["-m", "experiments.ppo", *args], cwd=cwd, compilation_cache_dir=cache_dir, timeout=timeout)
 
 
+def once_per_session(tmp_path_factory, name: str, make) -> pathlib.Path:
+    """A directory that `make(directory)` fills once per test session, even under pytest-xdist.
+
+    Each xdist worker has its own module fixtures; the first worker to claim the directory runs `make`,
+    the others wait for it instead of computing the same thing on the same cores.
+    """
+    session_root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # workers' temp dirs sit side by side in the session's
+        session_root = session_root.parent
+    directory = session_root / name
+    try:
+        directory.mkdir()
+    except FileExistsError:
+        deadline = time.monotonic() + 900
+        while not (directory / "DONE").exists():
+            assert not (directory / "FAILED").exists(), (directory / "FAILED").read_text()
+            assert time.monotonic() < deadline, f"{directory} was never made"
+            time.sleep(0.5)
+        return directory
+    try:
+        make(directory)
+    except BaseException as error:
+        (directory / "FAILED").write_text(f"making {directory} failed: {error!r}")
+        raise
+    (directory / "DONE").write_text("")
+    return directory
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory, compilation_cache_dir):
     """The reference: the same run, never interrupted, saving a checkpoint at each of its evaluations."""
-    root = tmp_path_factory.mktemp("uninterrupted")
-    result = ppo(RUN + saving_to(root / "checkpoints") + [f"hydra.run.dir={root / 'run'}"], root,
-                 compilation_cache_dir)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return SimpleNamespace(checkpoints=root / "checkpoints", run_dir=root / "run", stdout=result.stdout,
+    def make(root):
+        result = ppo(RUN + saving_to(root / "checkpoints") + [f"hydra.run.dir={root / 'run'}"], root,
+                     compilation_cache_dir)
+        assert result.returncode == 0, result.stdout + result.stderr
+        (root / "stdout.txt").write_text(result.stdout)
+
+    root = once_per_session(tmp_path_factory, "uninterrupted", make)
+    return SimpleNamespace(checkpoints=root / "checkpoints", run_dir=root / "run",
+                           stdout=(root / "stdout.txt").read_text(),
                            final=learner_state_leaves(root / "checkpoints" / str(TOTAL)))
 
 

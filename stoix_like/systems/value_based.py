@@ -126,7 +126,8 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         raise ConfigError(f"{config.env.scenario.name} has continuous actions; {name} needs discrete ones "
                           f"(use experiments.sac / td3 / ddpg for continuous control).")
     if "q_network" not in config.network:
-        raise ConfigError(f"the network config has no q_network, which {name} needs; use e.g. network={example_networks}.")
+        raise ConfigError(f"the network config has no q_network, which {name} needs; "
+                          f"use e.g. network={example_networks}.")
     q_network = build_q_network(config.network, env.action_space)
     _, example = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
     example_observation = jax.tree_util.tree_map(lambda x: jnp.zeros((1,) + x.shape, x.dtype), example.observation)
