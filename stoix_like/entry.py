@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from typing import Callable
@@ -9,7 +10,7 @@ from typing import Callable
 import hydra
 from hydra.core.config_store import ConfigStore
 from hydra.core.plugins import Plugins
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from stoix_like.errors import ConfigError
 
@@ -51,15 +52,80 @@ def register_plugin_defaults() -> None:
                                      node=SlurmQueueConf(name=job_name, timeout_min=240, max_num_timeout=3))
 
 
+CONFIG_GROUPS = ("arch", "system", "network", "env", "logger")
+_ABSENT = object()
+
+
+def available_options(group: str) -> list[str]:
+    """Every option of a config group, nested folders included (`env` -> gymnax/cartpole, brax/ant, ...)."""
+    root = os.path.join(CONFIG_DIR, group)
+    options = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if name.endswith(".yaml"):
+                options.append(os.path.relpath(os.path.join(folder, name), root)[: -len(".yaml")])
+    return sorted(option.replace(os.sep, "/") for option in options)
+
+
+def check_overrides(config_name: str, overrides: list[str]) -> str | None:
+    """One line saying what is wrong with the command line's overrides, or None.
+
+    Hydra reports an unknown option or key in several lines (and lists no options in nested groups like
+    env/gymnax/...); this check answers first, in one line with the available choices or a close match.
+    Sweeps (`a=1,2`, `choice(...)`) and anything unusual are left to Hydra.
+    """
+    group_overrides, key_overrides = [], []
+    for override in overrides:
+        if "=" not in override or override.startswith(("-", "+", "~")):
+            continue
+        key, value = override.split("=", 1)
+        if key in CONFIG_GROUPS:
+            if any(mark in value for mark in ",()[]"):
+                return None  # a sweep over options: Hydra expands and checks it
+            options = available_options(key)
+            if value not in options:
+                close = difflib.get_close_matches(value, options, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                return f"unknown {key} {value!r}{hint}; available: {', '.join(options)}"
+            group_overrides.append(override)
+        elif "/" not in key and not key.startswith("hydra"):
+            key_overrides.append(key)
+    if not key_overrides:
+        return None
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        config = compose(config_name, overrides=group_overrides)
+    for key in key_overrides:
+        if OmegaConf.select(config, key, default=_ABSENT) is _ABSENT:
+            parent_key, _, leaf = key.rpartition(".")
+            parent = OmegaConf.select(config, parent_key, default=None) if parent_key else config
+            siblings = list(parent.keys()) if isinstance(parent, DictConfig) else []
+            close = difflib.get_close_matches(leaf, [str(k) for k in siblings], n=1)
+            hint = f"did you mean {(parent_key + '.' if parent_key else '') + close[0]}? " if close else ""
+            return f"unknown config key {key!r}; {hint}(to add a new key on purpose, write +{key}=...)"
+    return None
+
+
 def hydra_entry(config_name: str, run_experiment: Callable[[DictConfig], float]) -> Callable[[], float]:
     register_plugin_defaults()
 
     @hydra.main(config_path=CONFIG_DIR, config_name=config_name, version_base="1.3")
-    def main(config: DictConfig) -> float:
+    def hydra_main(config: DictConfig) -> float:
         try:
             return run_experiment(config)
         except ConfigError as error:
             print(f"error: {error}", file=sys.stderr)
             sys.exit(2)
+
+    def main() -> float:
+        try:
+            problem = check_overrides(config_name, sys.argv[1:])
+        except Exception:  # the pre-check only sharpens messages; Hydra still validates everything itself
+            problem = None
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            sys.exit(2)
+        return hydra_main()
 
     return main
