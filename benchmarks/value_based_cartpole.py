@@ -4,8 +4,8 @@
 
 DQN: our config/dqn.yaml defaults, 500,000 steps (800 warm-up steps, then 195 updates per evaluation ×
 10 evaluations × 16 steps × 16 envs, 64 gradient steps of 64 transitions per update). PQN: 16 envs ×
-128 steps, 4 epochs × 16 minibatches, 499,712 steps (244 updates; 500,000 is not a whole number of 2,048-step
-updates), the rest from config/pqn.yaml.
+128 steps, 4 epochs × 16 minibatches, a 64×64 network (rejax's, not configurable), 499,712 steps (244 updates;
+500,000 is not a whole number of 2,048-step updates), the rest from config/pqn.yaml.
 
 For each contender it prints the compile seconds, the steady learning throughput (env steps per second of
 learning alone: no compilation, no evaluation) and the final policy's mean return over `--eval-episodes`
@@ -33,9 +33,11 @@ DQN_OVERRIDES = [f"arch.total_timesteps={DQN_TOTAL_TIMESTEPS}", f"arch.total_num
 PQN_ROLLOUT_LENGTH = 128
 PQN_UPDATES = 244
 PQN_TOTAL_TIMESTEPS = PQN_UPDATES * PQN_ROLLOUT_LENGTH * NUM_ENVS  # 499,712
-# 244 updates = 4 evaluations × 61 updates (10 evaluations would not divide them)
+# 244 updates = 4 evaluations × 61 updates (10 evaluations would not divide them); rejax's PQN network is fixed
+# at 64×64, so ours runs at that size here too (config/network/mlp_pqn.yaml ships 128×128)
 PQN_OVERRIDES = [f"arch.total_timesteps={PQN_TOTAL_TIMESTEPS}", f"arch.total_num_envs={NUM_ENVS}",
-                 "arch.num_evaluation=4", f"system.rollout_length={PQN_ROLLOUT_LENGTH}"]
+                 "arch.num_evaluation=4", f"system.rollout_length={PQN_ROLLOUT_LENGTH}",
+                 "network.q_network.pre_torso.layer_sizes=[64,64]"]
 
 
 def compose(config_name: str, overrides):
@@ -134,10 +136,10 @@ def rejax_dqn_config(system, network) -> Dict:
 
 
 def rejax_pqn_config(system, network) -> Dict:
-    """Our PQN config in rejax's terms. Differences it does not let us remove: its network is fixed at 64×64
-    (ReLU after LayerNorm), there is no reward scaling in its targets, its learning rate is constant (ours may
-    decay linearly to 0) and its gradients are clipped element-wise rather than by global norm."""
-    del network  # rejax's PQN network is not configurable
+    """Our PQN config in rejax's terms. Differences it does not let us remove: there is no reward scaling in its
+    targets, its learning rate is constant (ours may decay linearly to 0) and its gradients are clipped
+    element-wise rather than by global norm. Its network is fixed: 64×64, LayerNorm then ReLU."""
+    assert list(network.q_network.pre_torso.layer_sizes) == [64, 64], "rejax's PQN network is 64×64"
     return dict(
         num_envs=NUM_ENVS, num_steps=PQN_ROLLOUT_LENGTH, num_epochs=int(system.epochs),
         num_minibatches=int(system.num_minibatches), total_timesteps=PQN_TOTAL_TIMESTEPS,

@@ -53,7 +53,6 @@ def register_plugin_defaults() -> None:
 
 
 CONFIG_GROUPS = ("arch", "system", "network", "env", "logger")
-_ABSENT = object()
 
 
 def available_options(group: str) -> list[str]:
@@ -97,11 +96,11 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose(config_name, overrides=group_overrides)
     for key in key_overrides:
-        if OmegaConf.select(config, key, default=_ABSENT) is _ABSENT:
-            parent_key, _, leaf = key.rpartition(".")
-            parent = OmegaConf.select(config, parent_key, default=None) if parent_key else config
-            siblings = list(parent.keys()) if isinstance(parent, DictConfig) else []
-            close = difflib.get_close_matches(leaf, [str(k) for k in siblings], n=1)
+        parent_key, _, leaf = key.rpartition(".")
+        parent = OmegaConf.select(config, parent_key, default=None) if parent_key else config
+        siblings = [str(k) for k in parent.keys()] if isinstance(parent, DictConfig) else []
+        if leaf not in siblings:  # keys(), not select(): a required `???` value exists but has no value yet
+            close = difflib.get_close_matches(leaf, siblings, n=1)
             hint = f"did you mean {(parent_key + '.' if parent_key else '') + close[0]}? " if close else ""
             return f"unknown config key {key!r}; {hint}(to add a new key on purpose, write +{key}=...)"
     return None

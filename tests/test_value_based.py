@@ -331,6 +331,13 @@ def test_two_devices_keep_identical_params_while_their_replay_buffers_differ(two
     assert len({row.tobytes() for row in buffers}) == slots, "two slots filled the same replay buffer"
 
 
+def test_prioritised_replay_writes_the_learners_priorities_back(two_device_results):
+    # new items enter with the largest priority seen; after learning, sampled ones carry their own loss
+    priorities = two_device_results["rainbow/priorities"]
+    stored = priorities[priorities > 0]
+    assert stored.size and len(np.unique(stored)) > 1
+
+
 # ------------------------------------------------------------------------------------------ learning CartPole
 # Each algorithm with its shipped config, only a shorter budget: the absolute metric (the best evaluation's
 # params, re-evaluated on 10× the episodes) must reach 400. Budgets: 800 warm-up steps + 10 evaluations ×
@@ -372,10 +379,3 @@ def test_qr_dqn_learns_cartpole(compose):
 
 def test_rainbow_learns_cartpole(compose):
     learns_cartpole(compose, "rainbow", distributional_dqn, 31_520)
-
-
-def test_prioritised_replay_writes_the_learners_priorities_back(two_device_results):
-    # new items enter with the largest priority seen; after learning, sampled ones carry their own loss
-    priorities = two_device_results["rainbow/priorities"]
-    stored = priorities[priorities > 0]
-    assert stored.size and len(np.unique(stored)) > 1
