@@ -1,16 +1,21 @@
-"""Replay (stoix_like.replay): the n-step view of sampled sequences, and buffers that cannot work refused early.
+"""Replay (stoix_like.replay, systems/off_policy.py): the n-step view of sampled sequences, buffers that cannot
+work refused early, and prioritised replay's importance weights and priorities.
 
 Expected n-step numbers are worked out by hand in the comments.
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flashbax.buffers import sum_tree
 
-from stoix_like import experiment, replay
+from stoix_like import envs as envs_lib
+from stoix_like import experiment, parallel, replay
 from stoix_like.errors import ConfigError
+from stoix_like.systems import off_policy
 from stoix_like.types import Observation
 
 
@@ -81,3 +86,35 @@ def test_n_step_longer_than_the_collected_rollout_is_refused(compose):
     message = buffer_error(compose, ["system.n_step=5", "system.rollout_length=2", "system.warmup_rollout_length=2",
                                      "arch.total_timesteps=352"])
     assert "system.n_step=5" in message
+
+
+def test_prioritised_replay_weights_its_samples_and_takes_the_learners_priorities(compose):
+    # the off-policy skeleton alone, with a stand-in learner whose priority for a transition is 1 + |cart
+    # position|: different transitions get different priorities, so importance weights must differ too
+    config = compose("rainbow", ["arch.total_num_envs=2", "arch.num_evaluation=1", "arch.total_timesteps=40",
+                                 "system.rollout_length=4", "system.warmup_rollout_length=8", "system.epochs=2",
+                                 "system.batch_size=8", "system.buffer_size=64"])
+    budget = experiment.make_budget(config)  # 8 warm-up steps × 2 envs, then 3 updates × 4 steps × 2 envs
+    train_env, _ = envs_lib.make(config.env)
+
+    def act(params, observation, key, global_env_steps):
+        action = jax.random.randint(key, observation.action_mask.shape[:1], 0, 2)
+        return action, action
+
+    def learn_from_batch(params, opt_states, batch, weights, key, update_count):
+        priorities = 1.0 + jnp.abs(batch.observation.agent_view[:, 0])
+        return params, opt_states, {"max_weight": jnp.max(weights), "min_weight": jnp.min(weights)}, priorities
+
+    setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, budget, params=(), opt_states=(),
+                                     act=act, learn_from_batch=learn_from_batch, eval_policy=None,
+                                     eval_params=None, prioritised=True)
+    state, outputs = parallel.distribute(setup.learner_fn)(setup.learner_state)
+    metrics = jax.device_get(outputs["train_metrics"])
+    # importance weights are normalised by their batch maximum; once the learner's priorities are in, they differ
+    np.testing.assert_allclose(metrics["max_weight"], 1.0, rtol=1e-6)
+    assert metrics["min_weight"].reshape(-1)[-1] < 1.0
+
+    tree = jax.tree_util.tree_map(lambda x: x[0, 0], jax.device_get(state.buffer_state.sum_tree_state))
+    stored = np.asarray(sum_tree.get(tree, jnp.arange(tree.capacity)))
+    # new items enter with the largest priority seen so far; sampled ones now carry the learner's own
+    assert len(np.unique(stored[stored > 0])) > 1

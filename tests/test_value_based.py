@@ -286,10 +286,6 @@ for name, overrides in json.loads(sys.argv[3]).items():
             results[f"{name}/{prefix}/{jax.tree_util.keystr(path)}"] = np.asarray(leaf)
     results[f"{name}/buffer"] = np.asarray(final.buffer_state.experience.observation.agent_view)
     results[f"{name}/updates"] = np.asarray(final.update_count)
-    if name == "rainbow":  # prioritised: the sampling priorities of slot (0, 0)
-        from flashbax.buffers import sum_tree
-        tree = jax.tree_util.tree_map(lambda x: x[0, 0], final.buffer_state.sum_tree_state)
-        results[f"{name}/priorities"] = np.asarray(sum_tree.get(tree, jax.numpy.arange(tree.capacity)))
 np.savez(sys.argv[1], **results)
 '''
 
@@ -298,8 +294,7 @@ TWO_DEVICE_OVERRIDES = ["arch.total_num_envs=4", "arch.update_batch_size=2", "ar
                         "arch.total_timesteps=160", "system.rollout_length=4", "system.warmup_rollout_length=16",
                         "system.epochs=2", "system.batch_size=8", "system.buffer_size=400",
                         "network.q_network.pre_torso.layer_sizes=[16]"]
-TWO_DEVICE_RUNS = {"dqn": TWO_DEVICE_OVERRIDES,
-                   "rainbow": TWO_DEVICE_OVERRIDES + ["network.q_network.q_head.num_atoms=5"]}
+TWO_DEVICE_RUNS = {"dqn": TWO_DEVICE_OVERRIDES}
 
 
 @pytest.fixture(scope="module")
@@ -329,13 +324,6 @@ def test_two_devices_keep_identical_params_while_their_replay_buffers_differ(two
     assert any(not np.allclose(final[k], initial[k]) for k in final), "the params never moved"
     buffers = two_device_results[f"{name}/buffer"].reshape((slots, -1))
     assert len({row.tobytes() for row in buffers}) == slots, "two slots filled the same replay buffer"
-
-
-def test_prioritised_replay_writes_the_learners_priorities_back(two_device_results):
-    # new items enter with the largest priority seen; after learning, sampled ones carry their own loss
-    priorities = two_device_results["rainbow/priorities"]
-    stored = priorities[priorities > 0]
-    assert stored.size and len(np.unique(stored)) > 1
 
 
 # ------------------------------------------------------------------------------------------ learning CartPole
