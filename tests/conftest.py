@@ -87,3 +87,17 @@ def python_subprocess(compilation_cache_dir):
         return run_python(args, cwd, env=env, timeout=timeout, compilation_cache_dir=compilation_cache_dir)
 
     return _run
+
+
+def assert_population_learns(compose, algorithm: str, first_seed: int = 0, num_seeds: int = 8,
+                             overrides: Sequence[str] = ()) -> None:
+    """The learning-test pattern: `num_seeds` seeds of the shipped defaults in one program must meet the
+    algorithm's target in stoix_like/learning_targets.py (an IQM bar and at most N seeds below a floor).
+
+    Never a threshold on one seed: another CPU's float rounding makes a seed another seed.
+    """
+    from stoix_like.learning_population import train_population
+
+    run = train_population(algorithm, compose, first_seed, num_seeds, overrides)
+    print(run.describe())
+    assert not run.problems, run.describe()

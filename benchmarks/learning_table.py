@@ -1,0 +1,103 @@
+"""The learning table: each algorithm's shipped defaults, trained on a population of seeds in one program.
+
+    python benchmarks/learning_table.py                       # all algorithms, seeds 0..7, prints the table
+    python benchmarks/learning_table.py --update-readme       # ... and rewrites README.md's learning table
+    python benchmarks/learning_table.py --algorithms ppo dqn --first-seed 1000   # a shifted population
+    python benchmarks/learning_table.py --algorithms ppo -o system.actor_lr=1e-3  # try an override
+
+One row per algorithm: its reference task, env steps per seed, the IQM of the seeds' absolute returns with
+a 95% bootstrap interval, the seeds that solved the task, whether the population meets its target
+(stoix_like/learning_targets.py) and the wall time of the run (compilation included). Each row is the same
+claim the learning tests make. Wall times depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from typing import List, Sequence
+
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+
+from stoix_like.entry import CONFIG_DIR
+from stoix_like.learning_population import PopulationRun, train_population
+from stoix_like.learning_targets import TARGETS
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(REPO_ROOT, "README.md")
+TABLE_START, TABLE_END = "<!-- learning-table:start -->", "<!-- learning-table:end -->"
+
+
+def compose_quietly(log_dir: str):
+    def compose(config_name: str, overrides: Sequence[str]):
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            return hydra_compose(config_name=config_name, overrides=[
+                *overrides, "logger.use_json=False", f"logger.base_exp_path={log_dir}"])
+    return compose
+
+
+def markdown_table(runs: List[PopulationRun], command: str) -> str:
+    lines = ["| algorithm | task | steps per seed | IQM [95% CI] | seeds solved | target | wall time |",
+             "|---|---|---|---|---|---|---|"]
+    for run in runs:
+        summary, target = run.summary, run.target
+        low, high = summary.interval
+        bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
+        lines.append(
+            f"| {run.algorithm} | {target.env} | {run.steps_per_seed:,} | {summary.iqm:.1f} [{low:.1f}, {high:.1f}] "
+            f"| {summary.num_solved}/{len(summary.seeds)} (≥ {target.solved_return:g}) "
+            f"| {'met' if not run.problems else 'MISSED'}: {bar} | {run.wall_seconds:.0f} s |")
+    seeds = runs[0].summary.seeds
+    lines.append("")
+    lines.append(f"Seeds {seeds[0]}..{seeds[-1]} of each default, in one program per algorithm. "
+                 f"Reproduce with `{command}`.")
+    return "\n".join(lines)
+
+
+def update_readme(table: str) -> None:
+    with open(README) as file:
+        text = file.read()
+    pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), flags=re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"README.md has no {TABLE_START} ... {TABLE_END} block to rewrite")
+    with open(README, "w") as file:
+        file.write(pattern.sub(lambda _: f"{TABLE_START}\n{table}\n{TABLE_END}", text))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--algorithms", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--num-seeds", type=int, default=8)
+    parser.add_argument("-o", "--override", action="append", default=[],
+                        help="a config override applied to every algorithm run (for trying settings)")
+    parser.add_argument("--update-readme", action="store_true", help="rewrite README.md's learning table")
+    args = parser.parse_args()
+    if args.update_readme and args.override:
+        parser.error("--update-readme reports the shipped defaults: drop the --override values")
+
+    runs = []
+    with tempfile.TemporaryDirectory() as log_dir:
+        for algorithm in args.algorithms:
+            run = train_population(algorithm, compose_quietly(log_dir), args.first_seed, args.num_seeds,
+                                   args.override)
+            print("ROW " + run.describe(), flush=True)
+            runs.append(run)
+    command = "python benchmarks/learning_table.py" + (
+        f" --first-seed {args.first_seed}" if args.first_seed else "") + (
+        f" --num-seeds {args.num_seeds}" if args.num_seeds != 8 else "") + (
+        f" --algorithms {' '.join(args.algorithms)}" if args.algorithms != list(TARGETS) else "")
+    table = markdown_table(runs, command + (" --update-readme" if args.update_readme else ""))
+    print(table)
+    if args.update_readme:
+        update_readme(table)
+        print("README.md: learning table rewritten")
+    return 0 if all(not run.problems for run in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
