@@ -8,7 +8,7 @@ as in Agarwal et al. 2021), a 95% percentile-bootstrap interval around it, and h
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy import stats
@@ -39,20 +39,22 @@ class PopulationSummary(NamedTuple):
     returns: Tuple[float, ...]  # per seed, in seed order
     iqm: float
     interval: Tuple[float, float]  # 95% bootstrap interval of the IQM
-    solved_return: float  # the task's threshold a seed must reach to count as solved
-    num_solved: int
+    solved_return: Optional[float]  # the task's threshold a seed must reach to count as solved, if it has one
+    num_solved: Optional[int]
 
     def describe(self) -> str:
         low, high = self.interval
+        solved = ("" if self.num_solved is None else
+                  f", {self.num_solved}/{len(self.seeds)} solved (≥ {self.solved_return:g})")
         return (f"IQM {self.iqm:.1f} [95% CI {low:.1f}, {high:.1f}] over {len(self.seeds)} seeds "
-                f"{self.seeds[0]}..{self.seeds[-1]}, {self.num_solved}/{len(self.seeds)} solved "
-                f"(≥ {self.solved_return:g}); per seed: " + ", ".join(f"{r:.1f}" for r in self.returns))
+                f"{self.seeds[0]}..{self.seeds[-1]}{solved}; per seed: " + ", ".join(f"{r:.1f}" for r in self.returns))
 
 
-def summarize(returns: Sequence[float], seeds: Sequence[int], solved_return: float) -> PopulationSummary:
+def summarize(returns: Sequence[float], seeds: Sequence[int], solved_return: Optional[float]) -> PopulationSummary:
     if len(returns) != len(seeds) or not len(returns):
         raise ValueError(f"{len(returns)} returns for {len(seeds)} seeds")
     return PopulationSummary(
         seeds=tuple(int(s) for s in seeds), returns=tuple(float(r) for r in returns),
-        iqm=interquartile_mean(returns), interval=bootstrap_interval(returns), solved_return=float(solved_return),
-        num_solved=int(sum(r >= solved_return for r in returns)))
+        iqm=interquartile_mean(returns), interval=bootstrap_interval(returns),
+        solved_return=None if solved_return is None else float(solved_return),
+        num_solved=None if solved_return is None else int(sum(r >= solved_return for r in returns)))
