@@ -1,0 +1,36 @@
+"""Compile each distinct program once per process, even when it is built afresh.
+
+Setting up a population of N seeds calls each system's `learner_setup` N times, and every call jits its own
+network init, env reset and warm-up rollout: new Python functions, hence N compilations of identical programs
+(seconds each on a CPU). JAX's persistent compilation cache keys executables by their program text, so with it
+seeds 2..N, and later runs of the same program in this process (a Hydra sweep, a test session), load the
+executable instead. A cached executable is the very code compiled the first time: results are bit-identical.
+
+A cache the user configured (`JAX_COMPILATION_CACHE_DIR` or `jax.config`) is used as it is. Otherwise the cache is
+a private temporary directory of this process, removed when it exits, so no state outlives the run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+
+import jax
+from jax._src import compilation_cache as jax_compilation_cache  # reset_cache: no public equivalent in jax 0.10
+
+_private_directory: str | None = None
+
+
+def use_process_compilation_cache() -> None:
+    """Turn on a process-private persistent compilation cache unless one is configured already (idempotent)."""
+    global _private_directory
+    if jax.config.jax_compilation_cache_dir or _private_directory is not None:
+        return
+    _private_directory = tempfile.mkdtemp(prefix="stoix_like_xla_cache_")
+    atexit.register(shutil.rmtree, _private_directory, ignore_errors=True)
+    jax.config.update("jax_compilation_cache_dir", _private_directory)
+    # small programs (an init, a reset) are exactly the ones compiled again per seed: cache them all
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    # jax decides whether a cache is in use at its first compilation, which may have happened already
+    jax_compilation_cache.reset_cache()
