@@ -2,7 +2,7 @@
 
 Unit checks (hand-worked numbers, never the function under test as the reference) of the squashed-Gaussian
 density, the action rescaling, the critic targets under truncation and termination, and the wrong-action-space
-error; then one learning check per algorithm on gymnax Pendulum-v1 with the default config and fixed seed, and
+error; then one learning check per algorithm on gymnax Pendulum-v1: the shipped default, a population of seeds, and
 smoke runs of the real entry points on brax/ant.
 """
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import importlib
 import math
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import assert_population_learns
 
 from stoix_like import replay
 from stoix_like.envs.environment import ContinuousActionSpace
@@ -205,33 +205,30 @@ def test_replay_ratio_line(compose):
 
 
 # ----------------------------------------------------------------------------------------------------
-# Learning: the default configs (gymnax Pendulum-v1, seed 42, 50,304 steps) reach −250.
+# Learning: each shipped default (gymnax Pendulum-v1, 50,304 steps) as a population of seeds in one program
+# must meet its target in stoix_like/learning_targets.py: an IQM bar and at most one seed below a floor.
 # ----------------------------------------------------------------------------------------------------
 
-
-def learns_pendulum(algorithm: str, compose) -> None:
-    config = compose(algorithm, ["arch.num_eval_episodes=16", "logger.use_json=False"])
-    start = time.perf_counter()
-    absolute_return = importlib.import_module(f"stoix_like.systems.{algorithm}").run_experiment(config)
-    print(f"{algorithm}: absolute return {absolute_return:.1f} after {config.arch.total_timesteps} steps "
-          f"in {time.perf_counter() - start:.0f}s")
-    assert absolute_return >= -250.0
+# 6 seeds, not the learning table's 8: 8 seeds of one default took 460-530 s on a loaded 2-core CPU (a third of it
+# evaluation), too long for CI four times over. The 8-seed populations (seeds 0..7, and 1000..1007 nobody tuned on)
+# are `python benchmarks/learning_table.py --algorithms sac td3 ddpg d4pg [--first-seed 1000]`.
+LEARNING_SEEDS = 6
 
 
 def test_sac_learns_pendulum(compose):
-    learns_pendulum("sac", compose)
+    assert_population_learns(compose, "sac", num_seeds=LEARNING_SEEDS)
 
 
 def test_td3_learns_pendulum(compose):
-    learns_pendulum("td3", compose)
+    assert_population_learns(compose, "td3", num_seeds=LEARNING_SEEDS)
 
 
 def test_ddpg_learns_pendulum(compose):
-    learns_pendulum("ddpg", compose)
+    assert_population_learns(compose, "ddpg", num_seeds=LEARNING_SEEDS)
 
 
 def test_d4pg_learns_pendulum(compose):
-    learns_pendulum("d4pg", compose)
+    assert_population_learns(compose, "d4pg", num_seeds=LEARNING_SEEDS)
 
 
 # ----------------------------------------------------------------------------------------------------
