@@ -130,7 +130,8 @@ def test_bad_budget_exits_2_naming_the_nearest_budgets(run_ppo):
     assert completed.returncode == 2, completed.stderr[-3000:]
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: arch.total_timesteps=12345")
-    assert "nearest budgets that work: 20000, 40000" in lines[0]
+    # the default takes 10 evaluations × 125 steps × 4 envs = 5,000 steps per update round
+    assert "nearest budgets that work: 10000, 15000" in lines[0]
     assert "compiled" not in completed.stdout  # refused before any compilation
 
 
