@@ -14,7 +14,8 @@ A checkpoint root holds one directory per saved step, named by the env steps don
 Orbax writes a step under a temporary name and renames it when complete, so a run killed mid-save leaves
 nothing that looks like a checkpoint. A step that exists but cannot be read is set aside (renamed, never
 deleted) and the previous good one is used. Only process 0 writes; in a multi-host run it reads too and
-broadcasts what it read.
+broadcasts what it read. The gather (save) and broadcasts (checks, restore) are stages every process enters
+in the same order (`parallel.collective_stage`); refusals found by process 0 are raised on every process.
 """
 
 from __future__ import annotations
@@ -100,11 +101,17 @@ class Checkpoints:
             self.resume_root, self.resume_step = locate(_absolute(settings.resume_from))
             self._must_resume = True
 
+        refusal = None
         if parallel.is_main_process():  # the one process that reads and writes checkpoints
-            if self.save_model:
-                self._refuse_to_overwrite()
-            if self.resume_root is not None:
-                self._check_latest_meta()
+            try:
+                if self.save_model:
+                    self._refuse_to_overwrite()
+                if self.resume_root is not None:
+                    self._check_latest_meta()
+            except ConfigError as error:
+                refusal = error
+        if self.save_model or self.resume_root is not None:  # the same on every process: they all agree or none
+            _agree(refusal, "checkpoint checks")  # a refusal stops every process, not only process 0
         if self.load_params_from is not None:  # every process reads the params it starts from
             self._load_source = locate(self.load_params_from)
 
@@ -500,7 +507,8 @@ def _on_main_then_broadcast(read: Callable[[], Any], templates: Tuple[Any, Any])
             result = read()
         except ConfigError as error:
             refusal = error
-    status = parallel.broadcast_from_main(np.asarray(2 if refusal else (1 if result else 0), np.int32))
+    status = parallel.broadcast_from_main(np.asarray(2 if refusal else (1 if result else 0), np.int32),
+                                          stage="checkpoint restore")
     if int(status) == 2:
         raise refusal if refusal else ConfigError("process 0 refused the checkpoint; see its log.")
     if int(status) == 0:
@@ -519,7 +527,8 @@ def _on_main_then_broadcast(read: Callable[[], Any], templates: Tuple[Any, Any])
         payload = (zeros(state_template), zeros(progress_template.eval_keys),
                    zeros(_stacked_template(progress_template.best_params[0], num_seeds)),
                    np.zeros((2, 3), np.uint32), np.zeros(num_seeds, np.float32))
-    global_state, eval_keys, best_params, words, best_returns = parallel.broadcast_from_main(payload)
+    global_state, eval_keys, best_params, words, best_returns = parallel.broadcast_from_main(
+        payload, stage="checkpoint restore")
     counters = (np.asarray(words[0], np.uint64) << 32) | np.asarray(words[1], np.uint64)
     num_seeds = len(best_returns)
     if parallel.is_main_process():  # exact values where they are logged
@@ -527,6 +536,17 @@ def _on_main_then_broadcast(read: Callable[[], Any], templates: Tuple[Any, Any])
     progress = Progress(int(counters[0]), int(counters[1]), np.array(eval_keys), [float(r) for r in best_returns],
                         _unstack(best_params, num_seeds))
     return global_state, progress, int(counters[2])
+
+
+def _agree(refusal: Optional[ConfigError], stage: str) -> None:
+    """Raise process 0's refusal on every process (a stage they all enter); on one process, just raise it."""
+    if parallel.process_count() == 1:
+        if refusal is not None:
+            raise refusal
+        return
+    refused = parallel.broadcast_from_main(np.asarray(refusal is not None, np.int32), stage=stage)
+    if int(refused):
+        raise refusal if refusal else ConfigError("process 0 refused the checkpoint settings; see its log.")
 
 
 def _stack(trees: Sequence[Any]) -> Any:

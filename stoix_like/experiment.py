@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from stoix_like import budget as budget_lib
-from stoix_like import checkpointing
+from stoix_like import checkpointing, compilation_cache, population
 from stoix_like import envs as envs_lib
 from stoix_like import parallel
 from stoix_like.errors import ConfigError
@@ -119,6 +119,7 @@ def run(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> float:
 
 def train(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> RunResult:
     parallel.maybe_initialize_distributed(config.arch)
+    compilation_cache.use_process_compilation_cache()  # N seeds' identical setup programs compile once
     # Everything a user can get wrong is checked here, before envs, setup or compilation.
     budget = make_budget(config)
     seeds = seeds_of(config)
@@ -148,7 +149,8 @@ def _train(config: Any, learner_setup: LearnerSetupFn, algorithm: str, budget: b
     del setups
 
     def eval_params_of(state: Any, seed_index: int) -> Any:
-        return jax.device_get(setup.eval_params(parallel.first_slot(state, seed_index, num_seeds)))
+        # this process's own first slot: never a program across processes (see parallel.py, "one order")
+        return parallel.local_host_copy(setup.eval_params(parallel.first_slot(state, seed_index, num_seeds)))
 
     # Resume (or load params) before compiling, so that a refused checkpoint costs no compilation.
     progress = checkpointing.Progress(
@@ -160,7 +162,12 @@ def _train(config: Any, learner_setup: LearnerSetupFn, algorithm: str, budget: b
     logger.restore_json(progress.log_history)
 
     num_eval_episodes = int(config.arch.num_eval_episodes)
-    evaluate = make_evaluator(eval_env, setup.eval_policy, num_eval_episodes)
+    evaluate_here = make_evaluator(eval_env, setup.eval_policy, num_eval_episodes)
+
+    def evaluate(eval_params: Any, key: jax.Array) -> Dict[str, np.ndarray]:
+        # the pmapped evaluator runs one program over every process's devices: a stage every process enters
+        with parallel.collective_stage("evaluation"):
+            return evaluate_here(eval_params, key)
 
     # Compiled for the fresh state's types, so a resumed run runs the very program an uninterrupted one does.
     compile_start = time.perf_counter()
@@ -192,6 +199,7 @@ def _train(config: Any, learner_setup: LearnerSetupFn, algorithm: str, budget: b
     learn_seconds = 0.0
     run_start = time.perf_counter()
     first_evaluation = progress.evaluations_done
+    # Every process runs this loop's cross-process stages in one order: learn → evaluate each seed → save.
     for evaluation in range(first_evaluation, budget.num_evaluation):
         learn_start = time.perf_counter()
         learner_state, outputs = learn(learner_state)
@@ -202,7 +210,7 @@ def _train(config: Any, learner_setup: LearnerSetupFn, algorithm: str, budget: b
         elapsed = time.perf_counter() - run_start
         eta = elapsed / (evaluation + 1 - first_evaluation) * (budget.num_evaluation - evaluation - 1)
 
-        outputs = jax.device_get(outputs)
+        outputs = parallel.local_host_copy(outputs)  # this process's metrics only: no cross-process fetch
         steps_per_second = budget.steps_per_evaluation / learn_time  # of each seed
         eval_returns, eval_params_now = zip(*(
             log_and_evaluate(k, learner_state, outputs, evaluation, steps_per_second, eta) for k in range(num_seeds)))
@@ -236,6 +244,9 @@ def _train(config: Any, learner_setup: LearnerSetupFn, algorithm: str, budget: b
         + ", ".join(f"{r:.2f}" for r in progress.best_returns)
         + " | absolute return " + ", ".join(f"{r:.2f}" for r in absolute_returns)
     )
+    if num_seeds > 1:
+        summary = population.summarize(absolute_returns, seeds, config.env.solved_return)
+        logger.message(f"population: absolute return {summary.describe()}")
     logger.message(f"logs: {logger.run_dir}")
     return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns),
                      progress.steps_done, learner_state, compile_seconds, learn_seconds, learned_here)
@@ -262,7 +273,7 @@ def evaluate_checkpoint(config: Any) -> float:
     train_env, eval_env = envs_lib.make(run_config.env)
     # The system rebuilds its networks and eval policy from the saved config; its fresh state is only a template.
     setup = saved.learner_setup(train_env, jax.random.PRNGKey(0), run_config, saved.budget)
-    template = jax.device_get(setup.eval_params(parallel.first_slot(setup.learner_state)))
+    template = parallel.local_host_copy(setup.eval_params(parallel.first_slot(setup.learner_state)))
     per_seed_params = checkpointing.load_eval_params(saved, template, str(config.params))
     evaluate = make_evaluator(eval_env, setup.eval_policy, int(config.num_episodes))
     meta = saved.meta

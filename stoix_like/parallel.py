@@ -7,12 +7,31 @@ Learner state leaves carry leading axes `(n_devices, update_batch_size, ...)`. T
 Independent seeds add an axis after the device axis, `(n_devices, num_seeds, update_batch_size, ...)`, when
 there is more than one. In a multi-host run each process holds its local devices' slots; `gather_to_host`
 and `local_share` move whole learner states between that layout and one global host copy (checkpoints).
+
+Many processes, one order. In a multi-process run every step that involves several processes runs on every
+process, in the same order, and only through this file:
+
+    learn (the pmapped learner's pmeans span processes) → evaluation (the pmapped evaluator spans processes)
+    → checkpoint gather (save) ... and, before the loop, the restore broadcast
+
+Each such step sits in a `collective_stage(name)`, which a watchdog thread watches: a process that waits
+longer than `arch.collective_timeout_seconds` for its peers prints one line naming itself, the stage and the
+wait, and exits (a blocked gloo/NCCL call cannot be interrupted any other way). An exception inside a stage
+ends the process the same way, since its peers would otherwise wait in that stage for it. Everything else is
+process-local: `first_slot`, `seed_view` and `local_host_copy` read this process's own shards
+(`addressable_shards`) and never index or fetch a global array, which would run a program across every
+process (on one process only, a deadlock). On one process none of this costs anything: the stages are no-ops.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any, Callable, Sequence, Tuple
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Callable, Iterator, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +42,11 @@ from stoix_like.errors import ConfigError
 
 DEVICE_AXIS = "device"
 BATCH_AXIS = "batch"
+
+# arch defaults (config/arch/anakin.yaml); a config without the keys gets these
+DEFAULT_INIT_TIMEOUT_SECONDS = 300
+DEFAULT_HEARTBEAT_TIMEOUT_SECONDS = 100
+DEFAULT_COLLECTIVE_TIMEOUT_SECONDS = 600
 
 
 def multihost_environment() -> str | None:
@@ -48,9 +72,17 @@ def maybe_initialize_distributed(arch: Any) -> None:
     coordinator_address = arch.get("coordinator_address")
     if not (arch.multihost or coordinator_address or multihost_environment()):
         return
+    timeouts = {name: _positive_seconds(arch, name, default) for name, default in (
+        ("multihost_init_timeout_seconds", DEFAULT_INIT_TIMEOUT_SECONDS),
+        ("heartbeat_timeout_seconds", DEFAULT_HEARTBEAT_TIMEOUT_SECONDS),
+        ("collective_timeout_seconds", DEFAULT_COLLECTIVE_TIMEOUT_SECONDS))}
+    _watchdog.timeout_seconds = timeouts["collective_timeout_seconds"]
     if jax.distributed.is_initialized():
         return
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    # a process that never hears from its peers at start-up, or loses one later, ends instead of waiting
+    bounded = dict(initialization_timeout=int(timeouts["multihost_init_timeout_seconds"]),
+                   heartbeat_timeout_seconds=int(timeouts["heartbeat_timeout_seconds"]))
     if coordinator_address:
         num_processes, process_id = arch.get("num_processes"), arch.get("process_id")
         if num_processes is None or process_id is None:
@@ -59,9 +91,123 @@ def maybe_initialize_distributed(arch: Any) -> None:
                 f"arch.process_id (this process's index, 0 to num_processes - 1)."
             )
         jax.distributed.initialize(coordinator_address, num_processes=int(num_processes),
-                                   process_id=int(process_id))
+                                   process_id=int(process_id), **bounded)
     else:
-        jax.distributed.initialize()
+        jax.distributed.initialize(**bounded)
+
+
+def _positive_seconds(arch: Any, name: str, default: int) -> float:
+    value = arch.get(name, default)
+    value = default if value is None else value
+    if not float(value) > 0:
+        raise ConfigError(f"arch.{name}={value} must be a positive number of seconds.")
+    return float(value)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Stages that span processes, and the watchdog that bounds them.
+
+
+def _meet_peers(stage: str, timeout_seconds: float) -> None:
+    """Wait until every process has reached this stage (a coordination-service barrier, not a collective)."""
+    from jax._src import distributed  # the client jax.distributed.initialize connected
+
+    client = distributed.global_state.client
+    if client is None or not hasattr(client, "wait_at_barrier"):
+        return
+    _stages_entered[0] += 1
+    # numbered: processes in different stages never meet, and time out naming their own stage
+    barrier = f"stoix_like/{_stages_entered[0]}/{stage}"
+    start = time.monotonic()
+    try:
+        client.wait_at_barrier(barrier, int(timeout_seconds * 1000))
+    except Exception as error:  # noqa: BLE001 - a barrier that times out or loses its service: a lost peer
+        _end_process(f"waited {time.monotonic() - start:.0f}s in stage '{stage}' for its peers; a peer process "
+                     f"was lost or is stuck (arch.collective_timeout_seconds={_watchdog.timeout_seconds:g}; "
+                     f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})")
+
+
+class _Watchdog:
+    """One daemon thread that ends this process when it waits in a cross-process stage for too long."""
+
+    def __init__(self) -> None:
+        self.timeout_seconds = float(DEFAULT_COLLECTIVE_TIMEOUT_SECONDS)
+        self._lock = threading.Lock()
+        self._changed = threading.Event()
+        self._stage: Tuple[str, float, float] | None = None  # (name, monotonic start, allowance seconds)
+        self._thread: threading.Thread | None = None
+
+    def enter(self, name: str, allowance_seconds: float) -> None:
+        with self._lock:
+            self._stage = (name, time.monotonic(), max(0.0, float(allowance_seconds)))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="collective-watchdog", daemon=True)
+                self._thread.start()
+        self._changed.set()
+
+    def leave(self) -> None:
+        with self._lock:
+            self._stage = None
+        self._changed.set()
+
+    def _watch(self) -> None:
+        while True:
+            self._changed.clear()  # before reading: a change made after the read wakes the wait below
+            with self._lock:
+                stage = self._stage
+            if stage is None:
+                self._changed.wait()
+                continue
+            name, start, allowance = stage
+            remaining = start + self.timeout_seconds + allowance - time.monotonic()
+            if remaining > 0:
+                self._changed.wait(remaining)
+                continue
+            allowed = f"arch.collective_timeout_seconds={self.timeout_seconds:g}" + (
+                f", plus {allowance:.0f}s allowed for the stage's own work" if allowance >= 1 else "")
+            _end_process(f"waited {time.monotonic() - start:.0f}s in stage '{name}' for its peers; a peer "
+                         f"process was lost or is stuck ({allowed})")
+
+
+_watchdog = _Watchdog()
+_stages_entered = [0]  # the same count on every process, since they enter the same stages in the same order
+_ending = threading.Lock()
+
+
+def _end_process(what: str) -> None:
+    """One line on stderr, then exit at once: no atexit handlers, whose distributed shutdown would wait too."""
+    _ending.acquire()  # the watchdog and the main thread may both get here: one line only; never released
+    sys.stdout.flush()
+    sys.stderr.write(f"error: process {jax.process_index()} of {jax.process_count()} {what}\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+@contextlib.contextmanager
+def collective_stage(name: str, allowance_seconds: float = 0.0) -> Iterator[None]:
+    """Run a step that involves every process, bounded by `arch.collective_timeout_seconds` (+ `allowance_seconds`).
+
+    Every process must enter the same stages in the same order. On one process this is a no-op. The processes
+    first meet at a barrier of the coordination service, so that the stage's collectives start together
+    (gloo gives up on a peer that is 30 s late to a new communicator, whatever the timeouts here). Past the
+    limit, or on an exception inside the stage (its peers would wait for it forever), the process prints
+    `error: process I of N ...` naming the stage and exits with status 1.
+    """
+    if jax.process_count() == 1:
+        yield
+        return
+    _watchdog.enter(name, allowance_seconds)
+    start = time.monotonic()
+    try:
+        _meet_peers(name, _watchdog.timeout_seconds + allowance_seconds)
+        yield
+    except BaseException as error:  # noqa: BLE001 - the peers cannot be told; end every process instead
+        traceback.print_exc()
+        _end_process(f"failed after {time.monotonic() - start:.0f}s in stage '{name}' "
+                     f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
+                     f"its peers will stop at their own watchdog")
+    finally:
+        _watchdog.leave()
 
 
 def device_count() -> int:
@@ -123,13 +269,36 @@ def distribute(learner_fn: Callable, num_seeds: int = 1) -> Callable:
 def compile_learner(learner_fn: Callable, example_state: Any, num_seeds: int = 1) -> Callable:
     """The distributed learner, compiled now so that compilation is timed apart from learning.
 
-    On several processes calls go through the pmapped function, which turns each process's local arrays
-    into global ones and back (the AOT executable takes global arrays only); the program compiled here is
-    the one its first call finds in the cache.
+    On several processes each call turns this process's local arrays into global ones and back (the AOT
+    executable takes global arrays only), as the pmapped function would. There each call is the stage 'learn', which returns only once
+    the step is done (its pmeans wait for every process), and is allowed twice its longest earlier call
+    (the compile time, for the first) on top of `arch.collective_timeout_seconds`.
     """
     learn = distribute(learner_fn, num_seeds)
+    compile_start = time.monotonic()
     compiled = learn.lower(example_state).compile()
-    return compiled if jax.process_count() == 1 else learn
+    if jax.process_count() == 1:
+        return compiled
+    longest = [time.monotonic() - compile_start]
+    # the executable takes and gives global arrays: each process's local part goes in and comes out as the
+    # pmapped function would move it, without tracing and compiling the learner a second time at its first call
+    (in_shardings,), _ = compiled.input_shardings
+    out_shardings = compiled.output_shardings
+    specs = lambda shardings: jax.tree_util.tree_map(lambda sharding: sharding.spec, shardings)  # noqa: E731
+    mesh = jax.tree_util.tree_leaves(in_shardings)[0].mesh
+
+    def run_compiled(learner_state: Any) -> Tuple[Any, Any]:
+        global_state = multihost_utils.host_local_array_to_global_array(learner_state, mesh, specs(in_shardings))
+        return multihost_utils.global_array_to_host_local_array(compiled(global_state), mesh, specs(out_shardings))
+
+    def learn_with_peers(learner_state: Any) -> Tuple[Any, Any]:
+        start = time.monotonic()
+        with collective_stage("learn", allowance_seconds=2 * longest[0]):
+            result = jax.block_until_ready(run_compiled(learner_state))
+        longest[0] = max(longest[0], time.monotonic() - start)
+        return result
+
+    return learn_with_peers
 
 
 def stack_seeds(states: Sequence[Any]) -> Any:
@@ -140,10 +309,45 @@ def stack_seeds(states: Sequence[Any]) -> Any:
 
 
 def seed_view(tree: Any, seed_index: int, num_seeds: int) -> Any:
-    """One seed's part of a (devices, [seeds,] batch, ...) pytree, in the single-seed layout (devices, batch, ...)."""
+    """One seed's part of a (devices, [seeds,] batch, ...) pytree, in the single-seed layout (devices, batch, ...).
+
+    This process's devices only, as numpy (`local_host_copy`): never a program across processes.
+    """
+    tree = local_host_copy(tree)
     if num_seeds == 1:
         return tree
     return jax.tree_util.tree_map(lambda x: x[:, seed_index], tree)
+
+
+def local_host_copy(tree: Any) -> Any:
+    """Every leaf as numpy, holding this process's devices' part only (local devices on axis 0).
+
+    Reads this process's own shards: unlike `np.asarray`, `jax.device_get` or indexing, it never runs a program
+    across processes, so any one process may call it at any time. Numpy leaves pass through unchanged.
+    """
+    return jax.tree_util.tree_map(_local_numpy, tree)
+
+
+def _local_numpy(leaf: Any) -> Any:
+    if not isinstance(leaf, jax.Array):
+        return leaf
+    if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+        raise TypeError("local_host_copy takes raw key data, not typed PRNG keys: use jax.random.key_data first.")
+    if leaf.is_fully_addressable:
+        return np.asarray(leaf)
+    return np.concatenate([np.asarray(shard.data) for shard in _local_shards(leaf)], axis=0)
+
+
+def _local_shards(leaf: jax.Array) -> list:
+    """This process's shards of a leaf split over devices on axis 0 only, in axis-0 order, one per distinct slice."""
+    by_start = {}
+    for shard in leaf.addressable_shards:
+        index = tuple(shard.index)
+        if any(part != slice(None) for part in index[1:]):
+            raise ValueError(f"a leaf of shape {leaf.shape} is split on an axis other than the device axis")
+        start = (index[0].start or 0) if index else 0
+        by_start.setdefault(start, shard)  # replicas of one slice: keep one
+    return [by_start[start] for start in sorted(by_start)]
 
 
 def broadcast_to_devices_and_batch(tree: Any, update_batch_size: int) -> Any:
@@ -169,10 +373,20 @@ def split_key_per_slot(key: jax.Array, update_batch_size: int, num_per_slot: int
 
 
 def first_slot(tree: Any, seed_index: int = 0, num_seeds: int = 1) -> Any:
-    """The (device 0, batch 0) copy of a learner-state pytree (of one seed), on the host side of the call."""
-    if num_seeds == 1:
-        return jax.tree_util.tree_map(lambda x: x[0, 0], tree)
-    return jax.tree_util.tree_map(lambda x: x[0, seed_index, 0], tree)
+    """The (first local device, batch 0) copy of a learner-state pytree (of one seed).
+
+    Process-local: a jax leaf is indexed within this process's first device shard (on that device, so a large
+    state is never copied whole); numpy leaves are indexed on the host. Slots hold identical params on every
+    device of every process, so any process's first slot is the run's.
+    """
+    index = (0,) if num_seeds == 1 else (seed_index, 0)
+
+    def slot(leaf: Any) -> Any:
+        if isinstance(leaf, jax.Array):  # the first local device's shard: (1, ...), or the whole leaf if unsplit
+            leaf = _local_shards(leaf)[0].data
+        return leaf[(0,) + index]
+
+    return jax.tree_util.tree_map(slot, tree)
 
 
 def fill_slots(per_seed: Sequence[Any], like: Any, num_seeds: int) -> Any:
@@ -208,12 +422,14 @@ def process_count() -> int:
 def gather_to_host(tree: Any) -> Any:
     """The whole learner state as numpy: every process's local devices, in process order, on axis 0.
 
-    A collective in a multi-host run: every process must call it, although only process 0 keeps the result.
+    A collective in a multi-host run (the stage 'checkpoint gather'): every process must call it, although
+    only process 0 keeps the result.
     """
-    local = jax.device_get(tree)
+    local = local_host_copy(tree)
     if jax.process_count() == 1:
         return local
-    return multihost_utils.process_allgather(local, tiled=True)
+    with collective_stage("checkpoint gather"):
+        return local_host_copy(multihost_utils.process_allgather(local, tiled=True))
 
 
 def local_share(global_tree: Any) -> Any:
@@ -223,11 +439,12 @@ def local_share(global_tree: Any) -> Any:
     return jax.tree_util.tree_map(lambda x: x[start:start + n_local], global_tree)
 
 
-def broadcast_from_main(tree: Any) -> Any:
+def broadcast_from_main(tree: Any, stage: str = "broadcast") -> Any:
     """Process 0's value of a host pytree on every process (same shapes everywhere); a no-op on one process."""
     if jax.process_count() == 1:
         return tree
-    return multihost_utils.broadcast_one_to_all(tree)
+    with collective_stage(stage):
+        return local_host_copy(multihost_utils.broadcast_one_to_all(tree))
 
 
 def global_shape(local_shape: Tuple[int, ...]) -> Tuple[int, ...]:
