@@ -1,0 +1,316 @@
+"""Every config key has a type and a valid range (stoix_like/config_schema.py), checked before any long work.
+
+A bad value is refused in one line on stderr, `error: <key>=<value> ... must be <range> (<meaning>).`, with exit
+code 2 and no traceback, before envs, setup or compilation. The table of bad inputs below runs through the real
+Hydra entry: every row in one interpreter (each row calls the entry's `main` as `python -m experiments.<algo>`
+would), and a few rows as real `python -m experiments.<algo>` subprocesses for the exit code and the absence of
+a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from conftest import compose_config, run_python
+
+from stoix_like import config_schema
+from stoix_like.entry import CONFIG_DIR, available_options
+from stoix_like.errors import ConfigError
+
+ALGORITHMS = sorted(name[: -len(".yaml")] for name in os.listdir(CONFIG_DIR)
+                    if name.endswith(".yaml") and name not in ("hydra_settings.yaml", "evaluate.yaml"))
+EVALUATE = ["checkpoint=/no/such/checkpoint"]  # validation comes before the checkpoint is looked for
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    """(label, config) for every config/<algo>.yaml with its defaults, and every option of the env, network and
+    system groups composed into ppo's config (composition only: nothing is built, so any pairing composes)."""
+    results = tmp_path_factory.mktemp("results")
+    compose = lambda name, overrides=(): compose_config(name, overrides, base_exp_path=results)
+    configs = [(name, compose(name)) for name in ALGORITHMS]
+    configs.append(("evaluate", compose_config("evaluate", EVALUATE)))  # no logger group: no base_exp_path
+    configs += [(f"ppo env={env}", compose("ppo", [f"env={env}"])) for env in available_options("env")]
+    configs += [(f"ppo network={network}", compose("ppo", [f"network={network}"]))
+                for network in available_options("network")]
+    configs += [(f"ppo system={system}", compose("ppo", [f"system={system}"]))
+                for system in available_options("system")]
+    return configs
+
+
+# ------------------------------------------------------------------------------------------ the table itself
+
+def test_every_numeric_key_of_every_shipped_config_has_a_range(shipped):
+    """A new key without a row in config_schema.SPECS (or an explicit FREE_FORM exemption) fails here."""
+    unranged = {label: config_schema.unranged_keys(config) for label, config in shipped}
+    unranged = {label: keys for label, keys in unranged.items() if keys}
+    assert not unranged, (f"keys without a range: {unranged}; add them to stoix_like/config_schema.py SPECS "
+                          f"(or FREE_FORM for free-form strings)")
+
+
+def test_a_key_without_a_range_is_reported(compose):
+    config = compose("ppo", ["+system.new_coefficient=0.5", "+network.critic_network.critic_head.scale=2"])
+    assert config_schema.unranged_keys(config) == ["system.new_coefficient", "network.critic_network.critic_head.scale"]
+
+
+def test_every_shipped_config_validates_clean(shipped):
+    for label, config in shipped:
+        assert config_schema.problems(config) == [], label
+
+
+def test_each_default_lies_inside_its_range(shipped):
+    outside = []
+    for label, config in shipped:
+        for key, value in config_schema.leaves(config):
+            spec = config_schema.spec_of(key)
+            if spec is not None and spec.problem(value) is not None:
+                outside.append(f"{label}: {key}={value!r} ({spec.describe()})")
+    assert not outside, outside
+
+
+def test_no_row_of_the_table_is_stale(shipped):
+    """Every spec and exemption matches some key of a shipped config: the table describes the configs we have."""
+    keys = {key for _, config in shipped for key, _ in config_schema.leaves(config)}
+    stale = [pattern for pattern in [*config_schema.SPECS, *config_schema.FREE_FORM]
+             if not any(config_schema._matches(pattern, key) for key in keys)]
+    assert not stale, stale
+
+
+def test_enumerations_are_the_code_s_own_choices():
+    from stoix_like import logging as logging_lib
+    from stoix_like.envs import factory
+    from stoix_like.networks import torsos
+    from stoix_like.systems import distributional_dqn, dqn
+
+    assert set(config_schema.TD_TARGETS) == set(dqn.TD_ERRORS)
+    assert set(config_schema.DISTRIBUTIONAL_TD_TARGETS) == set(distributional_dqn.NEXT_ACTION_SELECTORS)
+    assert set(config_schema.DISTRIBUTIONS) == set(distributional_dqn.DISTRIBUTIONS)
+    assert set(config_schema.ACTIVATIONS) == set(torsos._ACTIVATIONS)
+    assert set(config_schema.ENV_SUITES) == set(factory.AVAILABLE_SUITES)
+    assert set(config_schema.NEPTUNE_MODES) == set(logging_lib.NEPTUNE_MODES)
+    assert config_schema.MUNCHAUSEN_KEYS == dqn.EXTRA_KEYS["munchausen"][0]
+
+
+# ------------------------------------------------------------------------------------------ what a spec accepts
+
+@pytest.mark.parametrize("key, value, problem", [
+    ("arch.num_seeds", True, "is not an integer"),  # a bool is not an int
+    ("arch.num_seeds", 2.0, "is not an integer"),
+    ("arch.num_seeds", 2.5, "is not an integer"),
+    ("arch.num_seeds", "2", "is not an integer"),
+    ("arch.num_seeds", None, "is not set"),
+    ("system.gamma", float("nan"), "is not a number"),
+    ("system.gamma", True, "is not a number"),
+    ("system.gamma", 0, "is out of range"),
+    ("system.gamma", 1.0000001, "is out of range"),
+    ("system.standardize_advantages", 1, "is not a boolean"),
+    ("system.standardize_advantages", "True", "is not a boolean"),
+    ("network.actor_network.pre_torso.layer_sizes", [64, 64.5], "is not a list of integers"),
+    ("network.actor_network.pre_torso.layer_sizes", 64, "is not a list of integers"),
+    ("network.q_network.q_head.num_atoms", 1, "is out of range"),
+    ("system.td_target", "Q_learning", "is not one of the choices"),
+])
+def test_a_spec_refuses(key, value, problem):
+    line = config_schema.check_key(key, value)
+    assert line is not None and line.startswith(f"{key}={config_schema.show(value)} {problem}: "), line
+
+
+@pytest.mark.parametrize("key, value", [
+    ("system.gamma", 1), ("system.gamma", 1.0), ("system.actor_lr", 1), ("system.gae_lambda", 0),
+    ("arch.num_processes", None), ("greedy", None), ("greedy", False), ("env.solved_return", None),
+    ("network.actor_network.pre_torso.layer_sizes", []), ("system.epsilon_end", 0),
+    ("system.munchausen_clip_value_min", -1), ("arch.collective_timeout_seconds", 0.5),
+    ("network.unknown_part.pre_torso.activation", "gelu"),
+])
+def test_a_spec_accepts(key, value):
+    assert config_schema.check_key(key, value) is None
+
+
+def test_the_message_names_key_value_range_and_meaning():
+    with pytest.raises(ConfigError) as error:
+        config_schema.validate({"system": {"gamma": 1.5}})
+    assert str(error.value) == "system.gamma=1.5 is out of range: gamma must be in (0, 1] (the discount)."
+
+
+def test_keys_added_on_purpose_are_not_refused(compose):
+    config_schema.validate(compose("ppo", ["+system.my_note=anything", "+network.actor_network.pre_torso.x=3"]))
+
+
+def test_a_missing_required_value_is_named():
+    with pytest.raises(ConfigError, match=r"^checkpoint is required: pass checkpoint=\.\.\."):
+        config_schema.validate(compose_config("evaluate"))
+
+
+def test_more_problems_are_counted_on_the_one_line(compose):
+    with pytest.raises(ConfigError) as error:
+        config_schema.validate(compose("ppo", ["system.gamma=2", "system.gae_lambda=2"]))
+    assert str(error.value).startswith("system.gamma=2 is out of range") and "(1 more problem" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("algorithm, overrides, named", [
+    ("dqn", ["system.buffer_size=32"], "system.buffer_size=32 is smaller than system.batch_size=64"),
+    ("dqn", ["system.epsilon_start=0.01"], "system.epsilon_end=0.04 is above system.epsilon_start=0.01"),
+    ("c51", ["network.q_network.q_head.v_min=100"], "network.q_network.q_head.v_min=100 is not below"),
+    ("d4pg", ["network.critic_network.critic_head.v_max=-2000"], "v_max=-2000"),
+    ("ppo", ["arch.num_processes=2", "arch.process_id=2"], "arch.process_id=2 is out of range"),
+    ("c51", ["system.td_target=munchausen"], "not available to distributional systems"),
+    ("dqn", ["system.td_target=munchausen"], "needs system.entropy_temperature"),
+    ("d4pg", ["system.n_step=200"], "system.n_step=200 is longer than"),
+])
+def test_cross_key_rules(compose, algorithm, overrides, named):
+    with pytest.raises(ConfigError) as error:
+        config_schema.validate(compose(algorithm, overrides))
+    assert named in str(error.value)
+
+
+def test_rainbow_s_equal_epsilons_are_fine(compose):
+    config_schema.validate(compose("rainbow", ["system.epsilon_start=0.0", "system.epsilon_end=0.0"]))
+
+
+# ------------------------------------------------------------------------------------------ where it is called
+
+def test_training_validates_before_the_budget_and_the_envs(compose, monkeypatch):
+    from stoix_like import experiment
+    from stoix_like.systems import ppo
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("reached long work with an invalid config")
+
+    monkeypatch.setattr(experiment, "make_budget", must_not_run)
+    monkeypatch.setattr(experiment.envs_lib, "make", must_not_run)
+    with pytest.raises(ConfigError, match=r"^system\.gamma=1\.5 is out of range"):
+        experiment.run(compose("ppo", ["system.gamma=1.5"]), ppo.learner_setup, "ppo")
+
+
+def test_evaluation_validates_before_reading_the_checkpoint():
+    from stoix_like import experiment
+
+    with pytest.raises(ConfigError, match=r"^num_episodes=0 is out of range"):
+        experiment.evaluate_checkpoint(compose_config("evaluate", EVALUATE + ["num_episodes=0"]))
+
+
+# ------------------------------------------------------------------------------ bad inputs on the command line
+
+# (algorithm, overrides, what stderr must name). The first three are the issue's.
+BAD_INPUTS = [
+    ("ppo", ["system.actor_lr=-1e-3"], "system.actor_lr=-0.001"),
+    ("ppo", ["system.gamma=1.5"], "system.gamma=1.5"),
+    ("ppo", ["arch.num_eval_episodes=0"], "arch.num_eval_episodes=0"),
+    ("ppo", ["system.gae_lambda=1.2"], "system.gae_lambda=1.2"),
+    ("ppo", ["system.clip_eps=0"], "system.clip_eps=0"),
+    ("ppo", ["system.epochs=2.5"], "system.epochs=2.5"),
+    ("ppo", ["system.standardize_advantages=1"], "system.standardize_advantages=1"),
+    ("ppo", ["network.actor_network.pre_torso.activation=sigmoid"], "pre_torso.activation=sigmoid"),
+    ("ppo", ["network.critic_network.pre_torso.layer_sizes=[64,0]"], "critic_network.pre_torso.layer_sizes=[64, 0]"),
+    ("ppo", ["arch.num_evaluation=0"], "arch.num_evaluation=0"),
+    ("ppo", ["arch.total_num_envs=0"], "arch.total_num_envs=0"),
+    ("ppo", ["arch.num_seeds=0"], "arch.num_seeds=0"),
+    ("ppo", ["system.max_grad_norm=0"], "system.max_grad_norm=0"),
+    ("ppo", ["arch.heartbeat_timeout_seconds=-5"], "arch.heartbeat_timeout_seconds=-5"),
+    ("ppo", ["logger.checkpointing.keep_last=0"], "logger.checkpointing.keep_last=0"),
+    ("dqn", ["system.tau=0"], "system.tau=0"),
+    ("dqn", ["system.buffer_size=32"], "system.buffer_size=32"),
+    ("dqn", ["system.epsilon_start=0.01"], "system.epsilon_start=0.01"),
+    ("dqn", ["system.n_step=0"], "system.n_step=0"),
+    ("dqn", ["system.priority_exponent=1.5"], "system.priority_exponent=1.5"),
+    ("dqn", ["system.td_target=sarsa"], "system.td_target=sarsa"),
+    ("c51", ["network.q_network.q_head.num_atoms=1"], "network.q_network.q_head.num_atoms=1"),
+    ("c51", ["network.q_network.q_head.v_min=200.0"], "network.q_network.q_head.v_min=200.0"),
+    ("c51", ["system.distribution=gaussian"], "system.distribution=gaussian"),
+    ("rainbow", ["system.importance_sampling_exponent=2"], "system.importance_sampling_exponent=2"),
+    ("mdqn", ["system.munchausen_clip_value_min=1"], "system.munchausen_clip_value_min=1"),
+    ("pqn", ["system.q_lambda=1.5"], "system.q_lambda=1.5"),
+    ("pqn", ["system.training_epsilon=2"], "system.training_epsilon=2"),
+    ("sac", ["system.init_alpha=0"], "system.init_alpha=0"),
+    ("sac", ["system.num_critics=0"], "system.num_critics=0"),
+    ("td3", ["system.policy_frequency=0"], "system.policy_frequency=0"),
+    ("td3", ["system.exploration_noise=-0.1"], "system.exploration_noise=-0.1"),
+    ("d4pg", ["network.critic_network.critic_head.v_max=-2000"], "network.critic_network.critic_head.v_max=-2000"),
+    ("evaluate", EVALUATE + ["num_episodes=0"], "num_episodes=0"),
+    ("evaluate", EVALUATE + ["params=worst"], "params=worst"),
+]
+# Rows also run as real `python -m experiments.<algo>` processes: the exit code, one line, no traceback.
+AS_SUBPROCESS = {"system.actor_lr=-1e-3", "system.gamma=1.5", "arch.num_eval_episodes=0", "system.buffer_size=32",
+                 "system.init_alpha=0", "num_episodes=0"}
+SECONDS = 10.0
+
+# One interpreter runs every row through the entry's `main`, as `python -m experiments.<algo> <overrides>` would.
+IN_PROCESS = r"""
+import contextlib, importlib, io, json, signal, sys, time
+
+rows, out_path = json.loads(sys.argv[1]), sys.argv[2]
+
+def still_running(*_):
+    raise TimeoutError("still running: the command line was not refused")
+
+signal.signal(signal.SIGALRM, still_running)
+results = []
+for algorithm, overrides in rows:
+    main = importlib.import_module(f"experiments.{algorithm}").main  # imported before the clock starts
+    sys.argv = [f"experiments/{algorithm}.py", *overrides]
+    stdout, stderr, code = io.StringIO(), io.StringIO(), 0
+    start = time.perf_counter()
+    signal.alarm(60)
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            main()
+    except SystemExit as exit:
+        code = exit.code
+    except BaseException as error:
+        code = f"raised {type(error).__name__}: {error}"
+    finally:
+        signal.alarm(0)
+    results.append(dict(rc=code, stdout=stdout.getvalue(), stderr=stderr.getvalue(),
+                        seconds=time.perf_counter() - start))
+with open(out_path, "w") as out:
+    json.dump(results, out)
+"""
+
+
+@pytest.fixture(scope="module")
+def in_process_results(tmp_path_factory):
+    where = tmp_path_factory.mktemp("bad_inputs")
+    rows = [(algorithm, overrides) for algorithm, overrides, _ in BAD_INPUTS]
+    completed = run_python(["-c", IN_PROCESS, json.dumps(rows), str(where / "results.json")], cwd=where, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = json.loads((where / "results.json").read_text())
+    return {(algorithm, tuple(overrides)): result for (algorithm, overrides), result in zip(rows, results)}
+
+
+def check_refusal(rc, stdout: str, stderr: str, seconds: float, named: str) -> None:
+    assert rc == 2, f"rc={rc}\n{stderr[-3000:]}"
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: ") and named in lines[0], lines[0]
+    assert "compiled the learner" not in stdout and "replay ratio" not in stdout, stdout
+    assert seconds < SECONDS, f"refused after {seconds:.1f}s"
+
+
+def test_the_table_covers_enough_algorithms():
+    assert len(BAD_INPUTS) >= 25 and len({algorithm for algorithm, _, _ in BAD_INPUTS}) >= 5
+    assert len([row for row in BAD_INPUTS if row[1][-1] in AS_SUBPROCESS]) >= 5
+
+
+@pytest.mark.parametrize("algorithm, overrides, named", BAD_INPUTS,
+                         ids=[f"{algorithm}:{' '.join(overrides)}" for algorithm, overrides, _ in BAD_INPUTS])
+def test_a_bad_value_is_refused_in_one_line(in_process_results, algorithm, overrides, named):
+    result = in_process_results[(algorithm, tuple(overrides))]
+    check_refusal(result["rc"], result["stdout"], result["stderr"], result["seconds"], named)
+
+
+SUBPROCESS_ROWS = [row for row in BAD_INPUTS if row[1][-1] in AS_SUBPROCESS]
+
+
+@pytest.mark.parametrize("algorithm, overrides, named", SUBPROCESS_ROWS,
+                         ids=[f"{algorithm}:{' '.join(overrides)}" for algorithm, overrides, _ in SUBPROCESS_ROWS])
+def test_a_bad_value_exits_2_from_a_real_command_line(python_subprocess, tmp_path, algorithm, overrides, named):
+    start = time.perf_counter()
+    completed = python_subprocess(["-m", f"experiments.{algorithm}", *overrides], cwd=tmp_path, timeout=120)
+    seconds = time.perf_counter() - start
+    check_refusal(completed.returncode, completed.stdout, completed.stderr, seconds, named)
+    print(f"{algorithm} {' '.join(overrides)}: rc {completed.returncode} in {seconds:.1f}s")
