@@ -1,9 +1,8 @@
 """`python -m experiments.mdqn [overrides]`: Munchausen DQN."""
 
 from stoix_like.entry import hydra_entry
-from stoix_like.systems import dqn
 
-main = hydra_entry("mdqn", dqn.run_experiment)
+main = hydra_entry("mdqn", "stoix_like.systems.dqn:run_experiment")
 
 if __name__ == "__main__":
     main()

@@ -79,7 +79,7 @@ class Spec:
                 return "is not a list of integers"
             return None if all(self._inside(item) for item in value) else "is out of range"
         if self.kind == "int":
-            if not _is_int(value):
+            if not (_is_int(value) or _is_whole_float(value)):
                 return "is not an integer"
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
             return "is not a number"
@@ -93,6 +93,11 @@ class Spec:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_whole_float(value: Any) -> bool:
+    """`arch.total_timesteps=1e6` reaches us as 1000000.0: a whole number, written the way researchers write it."""
+    return isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53
 
 
 def _number(value: float) -> str:
@@ -415,9 +420,18 @@ def problems(config: Any) -> List[str]:
 
 
 def validate(config: Any) -> None:
-    """Raise a one-line ConfigError for the first problem of `config` (a DictConfig or a plain dict)."""
+    """Raise a one-line ConfigError for the first problem of `config` (a DictConfig or a plain dict).
+
+    A valid DictConfig has its whole-number floats at integer keys (`1e6`) rewritten as ints, so that every
+    consumer reads an int.
+    """
     found = problems(config)
     if found:
         more = len(found) - 1
         also = f" ({more} more problem{'s' if more > 1 else ''} after this one.)" if more else ""
         raise ConfigError(found[0] + also)
+    if isinstance(config, DictConfig):
+        for key, value in leaves(config):
+            spec = spec_of(key)
+            if spec is not None and spec.kind == "int" and _is_whole_float(value):
+                OmegaConf.update(config, key, int(value), merge=False)

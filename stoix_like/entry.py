@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 import os
 import sys
 from typing import Callable
@@ -12,6 +13,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.plugins import Plugins
 from omegaconf import DictConfig, OmegaConf
 
+from stoix_like import config_schema
 from stoix_like.errors import ConfigError
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
@@ -106,13 +108,17 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
     return None
 
 
-def hydra_entry(config_name: str, run_experiment: Callable[[DictConfig], float]) -> Callable[[], float]:
+def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], float]) -> Callable[[], float]:
+    """The `main` of `experiments/<config_name>.py`. `run_experiment` is best given as "module:function":
+    it is imported only once the config has validated, so bad input is refused before jax and the system
+    load (about 1 s instead of 5 on a busy 2-core CPU)."""
     register_plugin_defaults()
 
     @hydra.main(config_path=CONFIG_DIR, config_name=config_name, version_base="1.3")
     def hydra_main(config: DictConfig) -> float:
         try:
-            return run_experiment(config)
+            config_schema.validate(config)
+            return _resolve(run_experiment)(config)
         except ConfigError as error:
             print(f"error: {error}", file=sys.stderr)
             sys.exit(2)
@@ -128,3 +134,10 @@ def hydra_entry(config_name: str, run_experiment: Callable[[DictConfig], float])
         return hydra_main()
 
     return main
+
+
+def _resolve(run_experiment: str | Callable[[DictConfig], float]) -> Callable[[DictConfig], float]:
+    if callable(run_experiment):
+        return run_experiment
+    module, function = run_experiment.split(":")
+    return getattr(importlib.import_module(module), function)

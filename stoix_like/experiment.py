@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from stoix_like import budget as budget_lib
+from stoix_like import config_schema
 from stoix_like import checkpointing, compilation_cache, population
 from stoix_like import envs as envs_lib
 from stoix_like import parallel
@@ -121,6 +122,7 @@ def train(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> RunResu
     parallel.maybe_initialize_distributed(config.arch)
     compilation_cache.use_process_compilation_cache()  # N seeds' identical setup programs compile once
     # Everything a user can get wrong is checked here, before envs, setup or compilation.
+    config_schema.validate(config)  # every key's type and range: stoix_like/config_schema.py
     budget = make_budget(config)
     seeds = seeds_of(config)
     run_dir = run_dir_of(config)
@@ -266,6 +268,7 @@ def _refuse_non_finite(train_metrics: Dict[str, np.ndarray], evaluation: int, bu
 
 def evaluate_checkpoint(config: Any) -> float:
     """`python -m experiments.evaluate checkpoint=PATH`: return statistics of a saved policy; returns the mean."""
+    config_schema.validate(config)
     saved = checkpointing.read_saved_run(str(config.checkpoint))
     run_config = saved.config
     if config.greedy is not None:

@@ -98,7 +98,6 @@ def test_enumerations_are_the_code_s_own_choices():
 
 @pytest.mark.parametrize("key, value, problem", [
     ("arch.num_seeds", True, "is not an integer"),  # a bool is not an int
-    ("arch.num_seeds", 2.0, "is not an integer"),
     ("arch.num_seeds", 2.5, "is not an integer"),
     ("arch.num_seeds", "2", "is not an integer"),
     ("arch.num_seeds", None, "is not set"),
@@ -127,6 +126,14 @@ def test_a_spec_refuses(key, value, problem):
 ])
 def test_a_spec_accepts(key, value):
     assert config_schema.check_key(key, value) is None
+
+
+def test_a_whole_number_written_as_a_float_is_an_int(compose):
+    """`arch.total_timesteps=1e6` is how budgets are written; Hydra reads it as 1000000.0."""
+    config = compose("ppo", ["arch.total_timesteps=1e6", "arch.num_seeds=2.0"])
+    config_schema.validate(config)
+    assert config.arch.total_timesteps == 1_000_000 and isinstance(config.arch.total_timesteps, int)
+    assert config.arch.num_seeds == 2 and isinstance(config.arch.num_seeds, int)
 
 
 def test_the_message_names_key_value_range_and_meaning():
