@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import pathlib
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import run_python
+from conftest import assert_population_learns, run_python
 from stoix_like import envs as envs_lib
 from stoix_like import experiment
 from stoix_like.errors import ConfigError
@@ -327,43 +326,40 @@ def test_two_devices_keep_identical_params_while_their_replay_buffers_differ(two
 
 
 # ------------------------------------------------------------------------------------------ learning CartPole
-# Each algorithm with its shipped config, only a shorter budget: the absolute metric (the best evaluation's
-# params, re-evaluated on 10× the episodes) must reach 400. Budgets: 800 warm-up steps + 10 evaluations ×
-# k updates × 16 steps × 16 envs.
-
-
-def learns_cartpole(compose, name: str, system, total_timesteps: int, overrides=()) -> None:
-    config = compose(name, [f"arch.total_timesteps={total_timesteps}", *overrides])
-    start = time.perf_counter()
-    absolute_return = system.run_experiment(config)
-    print(f"{name}: absolute return {absolute_return:.1f} after {total_timesteps:,} steps, "
-          f"{time.perf_counter() - start:.0f}s")
-    assert absolute_return >= 400.0, f"{name} reached only {absolute_return:.1f} in {total_timesteps:,} steps"
+# Each algorithm's shipped config (budget included: config/<name>.yaml sets it, with its measured results), seeds
+# 0..7 in one program, must meet CARTPOLE_VALUE_BASED in stoix_like/learning_targets.py: an IQM of absolute
+# returns ≥ 475 with at most 1 of 8 seeds below 400. Never a bar on one seed: another CPU makes it another seed.
 
 
 def test_dqn_learns_cartpole(compose):
-    learns_cartpole(compose, "dqn", dqn, 77_600)
+    assert_population_learns(compose, "dqn")
 
 
 def test_ddqn_learns_cartpole(compose):
-    learns_cartpole(compose, "ddqn", dqn, 77_600)
+    assert_population_learns(compose, "ddqn")
 
 
 def test_mdqn_learns_cartpole(compose):
-    learns_cartpole(compose, "mdqn", dqn, 77_600)
+    assert_population_learns(compose, "mdqn")
 
 
 def test_dqn_reg_learns_cartpole(compose):
-    learns_cartpole(compose, "dqn_reg", dqn, 77_600)
+    assert_population_learns(compose, "dqn_reg")
 
 
 def test_c51_learns_cartpole(compose):
-    learns_cartpole(compose, "c51", distributional_dqn, 77_600)
+    assert_population_learns(compose, "c51")
 
 
 def test_qr_dqn_learns_cartpole(compose):
-    learns_cartpole(compose, "qr_dqn", distributional_dqn, 77_600)
+    assert_population_learns(compose, "qr_dqn")
 
 
 def test_rainbow_learns_cartpole(compose):
-    learns_cartpole(compose, "rainbow", distributional_dqn, 31_520)
+    assert_population_learns(compose, "rainbow")
+
+
+def test_dqn_learns_cartpole_on_seeds_nobody_tuned_on(compose):
+    # seeds 1000..1007, the family's shifted check, on DQN: the scalar members share its settings and cost, the
+    # distributional ones cost 2-4x more. Every member was measured on these seeds too (config/<name>.yaml).
+    assert_population_learns(compose, "dqn", first_seed=1000)
