@@ -21,7 +21,6 @@ in the same order (`parallel.collective_stage`); refusals found by process 0 are
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import os
 import time
@@ -33,11 +32,15 @@ import numpy as np
 import orbax.checkpoint as ocp
 from omegaconf import OmegaConf
 
-from stoix_like import parallel
+from stoix_like import parallel, systems
 from stoix_like.budget import Budget
 from stoix_like.errors import ConfigError
 
-FORMAT_VERSION = 1
+# 2: a checkpoint names its system by the registry name it was trained as (`algorithm`, resolved through
+# stoix_like.systems.MODULE_OF), so moving or renaming a module never strands a saved run. 1 also recorded the
+# module path, which 2 ignores: version-1 checkpoints read the same way.
+FORMAT_VERSION = 2
+READABLE_FORMAT_VERSIONS = (1, 2)
 _ARRAY_ITEMS = ("learner_state", "params", "eval_params", "best_params", "loop")
 _UNREADABLE_SUFFIX = ".unreadable"
 
@@ -68,10 +71,10 @@ class Checkpoints:
     `load_params_from=PATH` starts a new run from saved params only.
     """
 
-    def __init__(self, config: Any, run_dir: str, algorithm: str, system_module: str, budget: Budget,
+    def __init__(self, config: Any, run_dir: str, algorithm: str, budget: Budget,
                  seeds: Sequence[int]):
         settings = config.logger.checkpointing
-        self.config, self.algorithm, self.system_module = config, algorithm, system_module
+        self.config, self.algorithm = config, algorithm
         self.budget, self.seeds = budget, list(seeds)
         self.save_model = bool(settings.save_model)
         self.keep_last = int(settings.keep_last)
@@ -154,9 +157,9 @@ class Checkpoints:
 
     def _check_compatible(self, meta: Dict[str, Any], step: int) -> None:
         where = f"checkpoint {os.path.join(self.resume_root, str(step))}"
-        if meta.get("format_version") != FORMAT_VERSION:
+        if meta.get("format_version") not in READABLE_FORMAT_VERSIONS:
             raise ConfigError(f"{where} has format version {meta.get('format_version')}; this code reads "
-                              f"{FORMAT_VERSION}.")
+                              f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}.")
         run = describe_run(self.config, self.algorithm)
         for field in ("algorithm", "env", "network"):
             if meta[field] != run[field]:
@@ -266,7 +269,6 @@ class Checkpoints:
         meta = {
             "format_version": FORMAT_VERSION,
             **describe_run(self.config, self.algorithm),
-            "system_module": self.system_module,
             "budget": dataclasses.asdict(self.budget),
             "seeds": self.seeds,
             "evaluations_done": progress.evaluations_done,
@@ -310,8 +312,12 @@ class SavedRun:
 
     @property
     def learner_setup(self) -> Callable:
-        module = importlib.import_module(self.meta["system_module"])
-        return module.learner_setup
+        """The setup of the system the run was trained as, found by its registry name, not a module path."""
+        algorithm = self.meta["algorithm"]
+        if algorithm not in systems.MODULE_OF:
+            raise ConfigError(f"{self.root} was written by algorithm {algorithm!r}, which this code does not know "
+                              f"(stoix_like.systems.MODULE_OF lists {', '.join(sorted(systems.MODULE_OF))}).")
+        return systems.system_module(algorithm).learner_setup
 
 
 def locate(path: str) -> Tuple[str, Optional[int]]:

@@ -126,7 +126,7 @@ def train(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> RunResu
     budget = make_budget(config)
     seeds = seeds_of(config)
     run_dir = run_dir_of(config)
-    checkpoints = checkpointing.Checkpoints(config, run_dir, algorithm, learner_setup.__module__, budget, seeds)
+    checkpoints = checkpointing.Checkpoints(config, run_dir, algorithm, budget, seeds)
     logger = Logger(config, run_dir, algorithm, seeds)
     try:
         return _train(config, learner_setup, algorithm, budget, seeds, checkpoints, logger)

@@ -27,8 +27,9 @@ import pytest
 from conftest import REPO_ROOT, run_python
 
 from stoix_like import budget as budget_lib
-from stoix_like import checkpointing
+from stoix_like import checkpointing, systems
 from stoix_like.errors import ConfigError
+from stoix_like.systems import ppo as ppo_system
 from stoix_like.types import ActorCriticParams
 
 SMALL_NETWORK = ["network.actor_network.pre_torso.layer_sizes=[16]",
@@ -201,7 +202,7 @@ def test_an_incompatible_checkpoint_is_refused(uninterrupted, compose, algorithm
     config = compose("ppo", RUN + overrides + [f"logger.checkpointing.resume_from={uninterrupted.checkpoints}"])
     seeds = [42 + k for k in range(int(config.arch.num_seeds))]
     with pytest.raises(ConfigError, match=refusal):
-        checkpointing.Checkpoints(config, "unused", algorithm, "stoix_like.systems.ppo", budget_of_the_saved_run(),
+        checkpointing.Checkpoints(config, "unused", algorithm, budget_of_the_saved_run(),
                                   seeds)
 
 
@@ -210,7 +211,7 @@ def test_another_budget_is_refused(uninterrupted, compose):
     longer = budget_lib.make_budget(total_timesteps=2 * TOTAL, total_num_envs=4, n_devices=1, update_batch_size=1,
                                     rollout_length=8, num_evaluation=NUM_EVALUATION)
     with pytest.raises(ConfigError, match="different budget or layout: budget.total_timesteps"):
-        checkpointing.Checkpoints(config, "unused", "ppo", "stoix_like.systems.ppo", longer, [42])
+        checkpointing.Checkpoints(config, "unused", "ppo", longer, [42])
 
 
 def test_refusal_is_one_line_before_any_work_and_touches_nothing(uninterrupted, tmp_path, compilation_cache_dir):
@@ -272,6 +273,25 @@ def test_evaluate_prints_return_statistics_of_a_saved_policy(uninterrupted, tmp_
     assert line.startswith("[evaluate seed 42] return") and 1.0 <= mean <= 500.0 and "median" in line
 
 
+def test_a_checkpoint_names_its_system_not_a_module_path(uninterrupted, monkeypatch):
+    """Moving or renaming a system module never strands a saved run: the checkpoint names its registry entry."""
+
+    saved = checkpointing.read_saved_run(str(uninterrupted.checkpoints))
+    assert saved.meta["format_version"] == checkpointing.FORMAT_VERSION and saved.meta["algorithm"] == "ppo"
+    assert not any("stoix_like.systems" in str(value) for value in saved.meta.values() if not isinstance(value, dict))
+    # the module moves: the registry follows it, and the saved run finds it there
+    monkeypatch.setitem(sys.modules, "stoix_like.systems.moved_ppo", ppo_system)
+    monkeypatch.setitem(systems.MODULE_OF, "ppo", "moved_ppo")
+    assert saved.learner_setup is ppo_system.learner_setup
+    # a version-1 checkpoint recorded a module path, which may no longer exist: it is read the same way
+    version_1 = checkpointing.SavedRun(saved.root, saved.step, {**saved.meta, "format_version": 1,
+                                                                "system_module": "stoix_like.systems.gone"})
+    assert version_1.learner_setup is ppo_system.learner_setup
+    unknown = checkpointing.SavedRun(saved.root, saved.step, {**saved.meta, "algorithm": "my_own_ppo"})
+    with pytest.raises(ConfigError, match="algorithm 'my_own_ppo', which this code does not know"):
+        unknown.learner_setup
+
+
 @pytest.mark.parametrize("overrides, refusal", [
     (["logger.checkpointing.resume=True"], "resume=True needs logger.checkpointing.directory"),
     (["logger.checkpointing.resume=True", "logger.checkpointing.directory=/tmp", "logger.checkpointing.resume_from=/x"],
@@ -281,12 +301,11 @@ def test_evaluate_prints_return_statistics_of_a_saved_policy(uninterrupted, tmp_
 ])
 def test_contradictory_checkpoint_settings_are_refused(compose, overrides, refusal):
     with pytest.raises(ConfigError, match=refusal):
-        checkpointing.Checkpoints(compose("ppo", RUN + overrides), "unused", "ppo", "stoix_like.systems.ppo",
-                                  budget_of_the_saved_run(), [42])
+        checkpointing.Checkpoints(compose("ppo", RUN + overrides), "unused", "ppo", budget_of_the_saved_run(), [42])
 
 
 def test_resuming_an_older_step_into_its_own_directory_is_refused(uninterrupted, compose):
     older = uninterrupted.checkpoints / str(TOTAL - STEPS_PER_EVALUATION)
     config = compose("ppo", RUN + saving_to(uninterrupted.checkpoints, f"logger.checkpointing.resume_from={older}"))
     with pytest.raises(ConfigError, match=f"would overwrite its later steps \\({TOTAL}\\)"):
-        checkpointing.Checkpoints(config, "unused", "ppo", "stoix_like.systems.ppo", budget_of_the_saved_run(), [42])
+        checkpointing.Checkpoints(config, "unused", "ppo", budget_of_the_saved_run(), [42])
