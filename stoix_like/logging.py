@@ -11,7 +11,6 @@ import json
 import math
 import os
 import sys
-import time
 import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -275,11 +274,3 @@ class Logger:
     def close(self) -> None:
         for sink in self._scalar_sinks:
             self._call(sink, "close")
-
-
-class Stopwatch:
-    def __init__(self):
-        self.start = time.perf_counter()
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start

@@ -401,10 +401,6 @@ def fill_slots(per_seed: Sequence[Any], like: Any, num_seeds: int) -> Any:
     return jax.tree_util.tree_map(fill, like, *per_seed)
 
 
-def first_device(tree: Any) -> Any:
-    return jax.tree_util.tree_map(lambda x: x[0], tree)
-
-
 def reset_envs_per_slot(batched_env: Any, key: jax.Array, update_batch_size: int, num_envs: int) -> Any:
     """Reset `num_envs` envs in every (local device, batch element) slot with independent keys."""
     keys = split_key_per_slot(key, update_batch_size, num_envs)

@@ -135,14 +135,6 @@ class PQNLearnerState(NamedTuple):
     update_count: Array  # updates (rollout + learning) done so far
 
 
-class ExperimentOutput(NamedTuple):
-    """What one call of a learner returns: the new state, episode metrics and training metrics."""
-
-    learner_state: Any
-    episode_metrics: Metrics
-    train_metrics: Metrics
-
-
 class OffPolicyLearnerState(NamedTuple):
     """An off-policy learner's state: the replay buffer travels with it (vmapped, pmapped, checkpointed)."""
 
