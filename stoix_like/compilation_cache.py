@@ -25,7 +25,8 @@ _private_directory: str | None = None
 def use_process_compilation_cache() -> None:
     """Turn on a process-private persistent compilation cache unless one is configured already (idempotent)."""
     global _private_directory
-    if jax.config.jax_compilation_cache_dir or _private_directory is not None:
+    # jax declares its options at run time, so the type checker cannot see this attribute
+    if jax.config.jax_compilation_cache_dir or _private_directory is not None:  # type: ignore[attr-defined]
         return
     _private_directory = tempfile.mkdtemp(prefix="stoix_like_xla_cache_")
     atexit.register(shutil.rmtree, _private_directory, ignore_errors=True)

@@ -15,9 +15,14 @@ import numpy as np
 from stoix_like import parallel
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.types import Observation
 
+# Whatever a system's eval policy acts from, e.g. (actor params, observation statistics); it is the system's choice.
+EvalParams = Any
 # policy(eval_params, observation, key) -> env action, for a batch of observations
-EvalPolicy = Callable[[Any, Any, jax.Array], jax.Array]
+EvalPolicy = Callable[[EvalParams, Observation, jax.Array], jax.Array]
+# evaluate(eval_params, key) -> per-episode numpy arrays by statistic name ("episode_return", "episode_length")
+Evaluate = Callable[[EvalParams, jax.Array], Dict[str, np.ndarray]]
 
 
 class EpisodeStatistics(NamedTuple):
@@ -25,14 +30,14 @@ class EpisodeStatistics(NamedTuple):
     episode_length: jax.Array
 
 
-def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int) -> Callable:
+def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int) -> Evaluate:
     """Returns `evaluate(eval_params, key) -> dict of per-episode numpy arrays` (length `num_episodes`)."""
     n_local = parallel.local_device_count()
     per_device = -(-num_episodes // n_local)  # ceil: pad, then mask on the host
     batched_env = VmapWrapper(eval_env)
     max_steps = eval_env.max_episode_steps
 
-    def run_episodes(eval_params: Any, key: jax.Array) -> EpisodeStatistics:
+    def run_episodes(eval_params: EvalParams, key: jax.Array) -> EpisodeStatistics:
         reset_key, policy_key = jax.random.split(key)
         env_state, timestep = batched_env.reset(jax.random.split(reset_key, per_device))
 
@@ -57,7 +62,7 @@ def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int)
 
     run_on_devices = jax.pmap(run_episodes, axis_name=parallel.DEVICE_AXIS)
 
-    def evaluate(eval_params: Any, key: jax.Array) -> Dict[str, np.ndarray]:
+    def evaluate(eval_params: EvalParams, key: jax.Array) -> Dict[str, np.ndarray]:
         replicated = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (n_local,) + jnp.shape(x)), eval_params)
         keys = jax.random.split(key, n_local)
         stats = jax.device_get(run_on_devices(replicated, keys))
@@ -70,7 +75,7 @@ def actor_policy(actor_apply: Callable, greedy: bool) -> EvalPolicy:
     """The eval policy of any system with a stochastic actor: eval params are `(actor_params, obs_norm)`."""
     from stoix_like import normalization
 
-    def policy(eval_params: Any, observation: Any, key: jax.Array) -> jax.Array:
+    def policy(eval_params: EvalParams, observation: Observation, key: jax.Array) -> jax.Array:
         actor_params, obs_norm = eval_params
         dist = actor_apply(actor_params, normalization.normalize(obs_norm, observation))
         action = dist.mode() if greedy else dist.sample(key)

@@ -6,7 +6,9 @@ Shared by the learning tests and `benchmarks/learning_table.py`, so that both ma
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Callable, List, NamedTuple, Sequence
+
+from omegaconf import DictConfig
 
 from stoix_like import experiment
 from stoix_like.learning_targets import TARGETS, LearningTarget, shortfalls
@@ -20,7 +22,7 @@ class PopulationRun(NamedTuple):
     summary: PopulationSummary
     steps_per_seed: int
     wall_seconds: float
-    problems: list  # what the population misses of its target; empty when it meets it
+    problems: List[str]  # what the population misses of its target; empty when it meets it
 
     def describe(self) -> str:
         verdict = "meets its target" if not self.problems else "MISSES its target: " + "; ".join(self.problems)
@@ -28,7 +30,7 @@ class PopulationRun(NamedTuple):
                 f"{self.wall_seconds:.0f}s: {self.summary.describe()} -> {verdict}")
 
 
-def train_population(algorithm: str, compose: Callable[[str, Sequence[str]], Any], first_seed: int,
+def train_population(algorithm: str, compose: Callable[[str, Sequence[str]], DictConfig], first_seed: int,
                      num_seeds: int = 8, overrides: Sequence[str] = ()) -> PopulationRun:
     """Seeds first_seed .. first_seed + num_seeds - 1 of `config/<algorithm>.yaml` (plus overrides), one program.
 

@@ -12,15 +12,16 @@ import math
 import os
 import sys
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Literal, Mapping, Optional, Protocol, Sequence, Tuple, get_args
 
 import numpy as np
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from stoix_like import parallel
 from stoix_like.errors import ConfigError
 
-NEPTUNE_MODES = ("async", "sync", "offline", "debug", "read-only")
+NeptuneMode = Literal["async", "sync", "offline", "debug", "read-only"]
+NEPTUNE_MODES: Tuple[NeptuneMode, ...] = get_args(NeptuneMode)
 NEPTUNE_TOKEN_VARIABLE = "NEPTUNE_API_TOKEN"
 
 
@@ -41,7 +42,7 @@ def _format_duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else (f"{minutes}m{secs:02d}s" if minutes else f"{secs}s")
 
 
-def plain_config(config: Any) -> Any:
+def plain_config(config: DictConfig) -> Any:
     """The config as plain containers, interpolations resolved where they can be outside Hydra."""
     try:
         return OmegaConf.to_container(config, resolve=True)
@@ -124,10 +125,18 @@ class JsonLogger:
         os.replace(tmp, self.path)  # a reader never sees a half-written file
 
 
+class ScalarSink(Protocol):
+    """A sink of named numbers over steps: TensorBoard, Neptune."""
+
+    def scalars(self, prefix: str, step: int, values: Mapping[str, float]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class TensorBoardLogger:
     """A scalar per logged number under <run dir>/tensorboard: `train/...`, `eval/...`, `absolute/...`."""
 
-    def __init__(self, log_dir: str, config: Any):
+    def __init__(self, log_dir: str, config: DictConfig):
         from tensorboardX import SummaryWriter
 
         self.log_dir = log_dir
@@ -149,8 +158,8 @@ class NeptuneLogger:
     The API token is read from $NEPTUNE_API_TOKEN only: it is never in the config, never printed, never logged.
     """
 
-    def __init__(self, settings: Any, config: Any, algorithm: str):
-        mode, token = str(settings.mode), os.environ.get(NEPTUNE_TOKEN_VARIABLE)
+    def __init__(self, settings: DictConfig, config: DictConfig, algorithm: str):
+        mode, token = neptune_mode(settings), os.environ.get(NEPTUNE_TOKEN_VARIABLE)
         project = settings.project or os.environ.get("NEPTUNE_PROJECT")
         self._token = token
         try:
@@ -181,11 +190,18 @@ class NeptuneLogger:
         self._run.stop()
 
 
-def check_neptune_settings(settings: Any) -> None:
-    """The mistakes that would otherwise surface only at the first log, reported before any work."""
+def neptune_mode(settings: DictConfig) -> NeptuneMode:
+    """`logger.kind.neptune.mode`, refused unless it is one of the modes the Neptune client knows."""
     mode = str(settings.mode)
-    if mode not in NEPTUNE_MODES:
-        raise ConfigError(f"logger.kind.neptune.mode={mode!r} must be one of {', '.join(NEPTUNE_MODES)}.")
+    for known in NEPTUNE_MODES:
+        if mode == known:
+            return known
+    raise ConfigError(f"logger.kind.neptune.mode={mode!r} must be one of {', '.join(NEPTUNE_MODES)}.")
+
+
+def check_neptune_settings(settings: DictConfig) -> None:
+    """The mistakes that would otherwise surface only at the first log, reported before any work."""
+    mode = neptune_mode(settings)
     if mode in ("async", "sync", "read-only"):
         if not os.environ.get(NEPTUNE_TOKEN_VARIABLE):
             raise ConfigError(
@@ -199,14 +215,14 @@ def check_neptune_settings(settings: Any) -> None:
 class Logger:
     """The loggers a run asked for, called from the experiment loop. On processes other than 0 it does nothing."""
 
-    def __init__(self, config: Any, run_dir: str, algorithm: str, seeds: Sequence[int]):
+    def __init__(self, config: DictConfig, run_dir: str, algorithm: str, seeds: Sequence[int]):
         self.run_dir = run_dir
         self.enabled = parallel.is_main_process()
         self._seeds = list(seeds)
-        self._failed: set = set()
+        self._failed: set[int] = set()  # ids of the sinks switched off
         self.console: Optional[ConsoleLogger] = None
         self.json: Optional[JsonLogger] = None
-        self._scalar_sinks: List[Any] = []
+        self._scalar_sinks: List[ScalarSink] = []
         kinds = config.logger.kind
         if kinds.neptune.enabled:
             check_neptune_settings(kinds.neptune)
@@ -222,7 +238,7 @@ class Logger:
         if kinds.neptune.enabled:
             self._scalar_sinks.append(NeptuneLogger(kinds.neptune, config, algorithm))
 
-    def _call(self, sink: Any, method: str, *args: Any) -> None:
+    def _call(self, sink: Optional[object], method: str, *args: Any) -> None:
         if not self.enabled or sink is None or id(sink) in self._failed:
             return
         try:

@@ -20,7 +20,8 @@ _EPS = 1e-8
 class RunningStatistics(NamedTuple):
     mean: jax.Array
     var: jax.Array
-    count: jax.Array
+    # shadows tuple.count, but the field name is in the key paths that checkpoints record and check
+    count: jax.Array  # type: ignore[assignment]
 
 
 def init(shape) -> RunningStatistics:

@@ -25,9 +25,9 @@ def interquartile_mean(values: Sequence[float]) -> float:
 def bootstrap_interval(values: Sequence[float], confidence: float = CONFIDENCE,
                        resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Tuple[float, float]:
     """Percentile-bootstrap interval of the IQM: seeds resampled with replacement, a fixed RNG (reproducible)."""
-    values = np.asarray(values, dtype=np.float64)
+    array = np.asarray(values, dtype=np.float64)
     rng = np.random.default_rng(seed)
-    resampled = values[rng.integers(0, len(values), size=(resamples, len(values)))]
+    resampled = array[rng.integers(0, len(array), size=(resamples, len(array)))]
     iqms = stats.trim_mean(np.sort(resampled, axis=1), proportiontocut=0.25, axis=1)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(iqms, [tail, 1.0 - tail])

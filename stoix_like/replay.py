@@ -8,30 +8,30 @@ pmapped over devices and checkpointed like everything else.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import chex
 import flashbax as fbx
 import jax
 import jax.numpy as jnp
+from omegaconf import DictConfig
 
 from stoix_like.budget import Budget
 from stoix_like.errors import ConfigError
-from stoix_like.types import Observation
+from stoix_like.types import Array, Observation
 
 
 class Transition(NamedTuple):
     """One stored env step. `next_observation` is the true successor (pre-reset), so truncation bootstraps."""
 
     observation: Observation
-    action: chex.Array
-    reward: chex.Array
-    discount: chex.Array  # 0 only where the episode terminated
-    last: chex.Array  # the episode ended here (terminated or truncated): an n-step sum stops
+    action: Array
+    reward: Array
+    discount: Array  # 0 only where the episode terminated
+    last: Array  # the episode ended here (terminated or truncated): an n-step sum stops
     next_observation: Observation
 
 
-def make_buffer(system_config: Any, budget: Budget, prioritised: bool = False):
+def make_buffer(system_config: DictConfig, budget: Budget, prioritised: bool = False):
     """A trajectory buffer per (device, batch) slot, sized so that all slots together hold `buffer_size`.
 
     Raises a ConfigError, before anything compiles, when the buffer cannot hold one sampled batch.
@@ -39,7 +39,7 @@ def make_buffer(system_config: Any, budget: Budget, prioritised: bool = False):
     slots = budget.n_devices * budget.update_batch_size
     per_slot_size = int(system_config.buffer_size) // slots
     batch_size = int(system_config.batch_size)
-    n_step = int(system_config.get("n_step", 1) or 1)
+    n_step = int(system_config.n_step)
     per_env_length = per_slot_size // budget.num_envs
     warmup = budget.warmup_rollout_length
     if n_step < 1:

@@ -6,12 +6,14 @@ while code reads `state.params.actor` instead of `state[0][0]`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple
+from typing import Any, Callable, Dict, NamedTuple, TypeAlias, Union
 
-import chex
+import jax
 
-Array = chex.Array
-PRNGKey = chex.PRNGKey
+# jax.Array rather than chex.Array: chex ships no type hints, so its aliases would read as Any to a type checker.
+Array: TypeAlias = jax.Array
+PRNGKey: TypeAlias = jax.Array  # a key from jax.random.PRNGKey (a uint32 array)
+Numeric: TypeAlias = Union[jax.Array, float]  # a hyperparameter: a Python number or a (traced) scalar
 Params = Any  # a flax parameter tree
 OptState = Any  # an optax optimiser state
 EnvState = Any  # whatever the wrapped environment carries between steps

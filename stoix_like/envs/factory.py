@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping, Tuple
+from typing import Any, Dict, Mapping, Tuple, cast
+
+from omegaconf import DictConfig, OmegaConf
 
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import AutoReset, EpisodeMetrics, NextObservation
@@ -35,17 +37,14 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
     module_name, class_name = _ADAPTERS[suite]
     adapter_class = getattr(importlib.import_module(module_name), class_name)
 
-    kwargs = _to_plain_dict(env_config.get("kwargs") or {})
+    kwargs = _to_plain_dict(env_config["kwargs"] or {})  # `kwargs: {}` may be written `kwargs:` (null)
     adapter = adapter_class(env_config["scenario"]["name"], **kwargs)
     return AutoReset(EpisodeMetrics(adapter)), NextObservation(EpisodeMetrics(adapter))
 
 
-def _to_plain_dict(kwargs: Mapping[str, Any]) -> dict:
+def _to_plain_dict(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
     # Suites check argument types (e.g. tuples vs OmegaConf ListConfig), so they get plain Python containers.
-    try:
-        from omegaconf import DictConfig, OmegaConf
-    except ImportError:  # pragma: no cover - omegaconf ships with hydra
-        return dict(kwargs)
     if isinstance(kwargs, DictConfig):
-        return OmegaConf.to_container(kwargs, resolve=True)
+        # a DictConfig becomes a dict; its keys are strings, since they are passed on as keyword arguments
+        return cast(Dict[str, Any], OmegaConf.to_container(kwargs, resolve=True))
     return dict(kwargs)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace, Environment
+from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace, Environment
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
 from stoix_like.types import Array, Observation, PRNGKey, TimeStep
@@ -47,6 +47,7 @@ class GymnaxAdapter(Environment):
         self.name = name
 
         space = self._env.action_space(self._params)
+        self._action_space: ActionSpace
         if isinstance(space, spaces.Discrete):
             self._action_space = DiscreteActionSpace(num_actions=int(space.n))
         elif isinstance(space, spaces.Box):
@@ -84,7 +85,7 @@ class GymnaxAdapter(Environment):
         )
 
     @property
-    def action_space(self):
+    def action_space(self) -> ActionSpace:
         return self._action_space
 
     @property

@@ -5,17 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 import hydra.utils
+from omegaconf import DictConfig
 
 from stoix_like.envs.environment import ActionSpace
-from stoix_like.networks.base import FeedForwardActor, FeedForwardCritic, FeedForwardStateActionCritic
+from stoix_like.networks.base import (
+    FeedForwardActor,
+    FeedForwardCritic,
+    FeedForwardQNetwork,
+    FeedForwardStateActionCritic,
+)
 
 
-def instantiate(node: Any, **kwargs: Any) -> Any:
+def instantiate(node: DictConfig, **kwargs: Any) -> Any:
     # `_convert_="all"` hands flax modules plain lists/dicts rather than OmegaConf containers
     return hydra.utils.instantiate(node, _convert_="all", **kwargs)
 
 
-def build_actor(network_config: Any, action_space: ActionSpace) -> FeedForwardActor:
+def build_actor(network_config: DictConfig, action_space: ActionSpace) -> FeedForwardActor:
     return FeedForwardActor(
         torso=instantiate(network_config.actor_network.pre_torso),
         # a partial, then the call: Hydra would turn a dataclass keyword argument into a DictConfig
@@ -23,23 +29,21 @@ def build_actor(network_config: Any, action_space: ActionSpace) -> FeedForwardAc
     )
 
 
-def build_critic(network_config: Any) -> FeedForwardCritic:
+def build_critic(network_config: DictConfig) -> FeedForwardCritic:
     return FeedForwardCritic(
         torso=instantiate(network_config.critic_network.pre_torso),
         critic_head=instantiate(network_config.critic_network.critic_head),
     )
 
 
-def build_state_action_critic(network_config: Any) -> FeedForwardStateActionCritic:
+def build_state_action_critic(network_config: DictConfig) -> FeedForwardStateActionCritic:
     return FeedForwardStateActionCritic(
         torso=instantiate(network_config.critic_network.pre_torso),
         critic_head=instantiate(network_config.critic_network.critic_head),
     )
 
 
-def build_q_network(network_config: Any, action_space: ActionSpace):
-    from stoix_like.networks.base import FeedForwardQNetwork
-
+def build_q_network(network_config: DictConfig, action_space: ActionSpace) -> FeedForwardQNetwork:
     return FeedForwardQNetwork(
         torso=instantiate(network_config.q_network.pre_torso),
         q_head=instantiate(network_config.q_network.q_head, _partial_=True)(action_space=action_space),

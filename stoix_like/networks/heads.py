@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Tuple
 
 import flax.linen as nn
 import jax
@@ -95,7 +95,7 @@ class CategoricalCriticHead(nn.Module):
     v_max: float = 100.0
 
     @nn.compact
-    def __call__(self, features: jax.Array):
+    def __call__(self, features: jax.Array) -> Tuple[jax.Array, jax.Array]:
         logits = nn.Dense(self.num_atoms, kernel_init=nn.initializers.orthogonal(1.0))(features)
         return logits, jnp.linspace(self.v_min, self.v_max, self.num_atoms, dtype=jnp.float32)
 

@@ -18,8 +18,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-Array = chex.Array
-Numeric = chex.Numeric
+from stoix_like.types import Array, Numeric
 
 # Finite rather than -inf so that 0 * (masked entry) stays 0 and a division by a temperature cannot overflow.
 _ILLEGAL_ACTION_VALUE = -1e9

@@ -21,8 +21,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-Array = chex.Array
-Numeric = chex.Numeric
+from stoix_like.types import Array, Numeric
 
 
 def _as_float(x: Array, like: Array) -> Array:
