@@ -75,7 +75,8 @@ class Checkpoints:
         if parallel.is_main_process():  # the one process that reads and writes checkpoints
             try:
                 if self.save_model:
-                    self.store.refuse_to_overwrite(self.source and self.source.root, self.source and self.source.step)
+                    self.store.refuse_to_overwrite(self.source.root if self.source else None,
+                                                   self.source.step if self.source else None)
                 if self.source is not None:
                     self.source.check_latest(self.run)
             except ConfigError as error:
@@ -97,7 +98,7 @@ class Checkpoints:
                 f"started from the params saved at {os.path.join(root, str(step or 'latest'))}")
         if self.source is None:
             return learner_state, progress, None
-        restored = self._read_on_main_then_broadcast(learner_state, eval_params_template)
+        restored = self._read_on_main_then_broadcast(self.source, learner_state, eval_params_template)
         if restored is None:
             if self.source.must_exist:
                 raise ConfigError(f"no readable checkpoint under {self.source.root}.")
@@ -106,12 +107,12 @@ class Checkpoints:
         state = checkpoint_format.from_storable(parallel.local_share(global_state), learner_state)
         return state, restored_progress, f"resumed from {os.path.join(self.source.root, str(step))}"
 
-    def _read_on_main_then_broadcast(self, learner_state: Any, eval_params_template: Any
+    def _read_on_main_then_broadcast(self, source: ResumeSource, learner_state: Any, eval_params_template: Any
                                      ) -> Optional[Tuple[Any, Progress, int]]:
         """Process 0 reads the newest good step; every process gets (global state, progress, step) or None."""
-        read = lambda: self.source.read_latest_good(  # noqa: E731
+        read = lambda: source.read_latest_good(  # noqa: E731
             self.run, learner_state, eval_params_template,
-            set_aside_unreadable=self.save_model and self.source.root == self.directory)
+            set_aside_unreadable=self.save_model and source.root == self.directory)
         if parallel.process_count() == 1:
             return read()
         result, refusal = None, None
