@@ -2,15 +2,15 @@
 
     python benchmarks/halfcheetah_sac_ppo.py [--seconds 120] [--episode-length 1000] [--seed 0]
 
-The budget counts learning only: building, warm-up and compilation are timed apart. Each system runs its own
-`learner_setup` (so exactly what `python -m experiments.<algo> env=brax/halfcheetah` trains), in chunks of
-updates until the budget is spent; then the final policy is evaluated on `EVAL_EPISODES` episodes.
+The budget counts learning only: building, warm-up and compilation are timed apart. Each system runs through
+the experiment loop's own steps (`experiment.set_up`, `compile_learner`, `learn_once`), so exactly what
+`python -m experiments.<algo> env=brax/halfcheetah` trains with that seed, in chunks of updates until the budget
+is spent; then the final policy is evaluated on `EVAL_EPISODES` episodes with the run's own first eval key.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import time
 from typing import Sequence
 
@@ -18,9 +18,8 @@ import jax
 import numpy as np
 from hydra import compose, initialize_config_dir
 
-from stoix_like import envs, experiment, parallel
+from stoix_like import envs, experiment, systems
 from stoix_like.entry import CONFIG_DIR
-from stoix_like.evaluator import make_evaluator
 
 EVAL_EPISODES = 16
 # Far more evaluations than the wall budget will reach: the loop below stops early, one chunk at a time.
@@ -56,26 +55,24 @@ def train_for(algorithm: str, seconds: float, episode_length: int, seed: int) ->
     config = config_for(algorithm, episode_length, seed)
     budget = experiment.make_budget(config)
     train_env, eval_env = envs.make(config.env)
+    # the experiment loop's own steps: setup (warm-up included) and compile, then learn calls until time is up
     start = time.perf_counter()
-    setup = importlib.import_module(f"stoix_like.systems.{algorithm}").learner_setup(
-        train_env, jax.random.PRNGKey(seed), config, budget)
-    learn = parallel.distribute(setup.learner_fn).lower(setup.learner_state).compile()
+    prepared = experiment.set_up(systems.system_module(algorithm).learner_setup, train_env, config, budget, [seed])
+    learn, _ = experiment.compile_learner(prepared.system, prepared.fresh_state, num_seeds=1)
     setup_seconds = time.perf_counter() - start
 
-    state, steps, train_returns = setup.learner_state, budget.warmup_steps, []
-    learn_start = time.perf_counter()
-    while time.perf_counter() - learn_start < seconds:
-        state, outputs = learn(state)
-        jax.block_until_ready(state)
+    state, steps, train_returns, learn_seconds = prepared.fresh_state, budget.warmup_steps, [], 0.0
+    while learn_seconds < seconds:
+        learned = experiment.learn_once(learn, state)
+        state, learn_seconds = learned.learner_state, learn_seconds + learned.seconds
         steps += budget.steps_per_evaluation
-        episodes = jax.device_get(outputs["episode_metrics"])
+        episodes = learned.outputs["episode_metrics"]
         ended = episodes["is_terminal_step"]
         if ended.any():
             train_returns.append(float(episodes["episode_return"][ended].mean()))
-    learn_seconds = time.perf_counter() - learn_start
 
-    evaluate = make_evaluator(eval_env, setup.eval_policy, EVAL_EPISODES)
-    returns = evaluate(jax.device_get(setup.eval_params(parallel.first_slot(state))), jax.random.PRNGKey(seed + 1))
+    evaluate = experiment.make_evaluate(eval_env, prepared.system.eval_policy, EVAL_EPISODES)
+    returns = evaluate(experiment.eval_params_of(prepared.system, state, 0, num_seeds=1), prepared.eval_keys[0])
     return {"algorithm": algorithm, "steps": steps, "warmup_steps": budget.warmup_steps,
             "setup_s": setup_seconds, "learn_s": learn_seconds,
             "last_train_return": train_returns[-1] if train_returns else float("nan"),

@@ -71,37 +71,17 @@ def ours(seed: int, eval_episodes: int) -> Dict[str, float]:
     """The real stoix_like PPO: config composed as `python -m experiments.ppo` would, learner compiled apart."""
     from hydra import compose, initialize_config_dir
 
-    from stoix_like import envs as envs_lib
-    from stoix_like import experiment, parallel
+    from loop_timing import time_learning  # same directory
+
+    from stoix_like import experiment
     from stoix_like.entry import CONFIG_DIR
-    from stoix_like.evaluator import make_evaluator
     from stoix_like.systems import ppo
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose(config_name="ppo", overrides=OURS_OVERRIDES + [f"arch.seed={seed}"])
     budget = experiment.make_budget(config)
     assert budget.num_updates == NUM_UPDATES and budget.total_timesteps == TOTAL_TIMESTEPS, budget
-    train_env, eval_env = envs_lib.make(config.env)
-
-    setup_key, eval_key = jax.random.split(jax.random.PRNGKey(seed))
-    start = time.perf_counter()
-    setup = ppo.learner_setup(train_env, setup_key, config, budget)
-    jax.block_until_ready(setup.learner_state)
-    setup_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    learn = parallel.distribute(setup.learner_fn).lower(setup.learner_state).compile()
-    compile_seconds = time.perf_counter() - start
-
-    learner_state, learn_seconds = setup.learner_state, 0.0
-    for _ in range(budget.num_evaluation):
-        (learner_state, outputs), seconds = timed(learn, learner_state)
-        learn_seconds += seconds
-
-    evaluate = make_evaluator(eval_env, setup.eval_policy, eval_episodes)
-    eval_params = jax.device_get(setup.eval_params(parallel.first_slot(learner_state)))
-    final_return = float(np.mean(evaluate(eval_params, eval_key)["episode_return"]))
-    return {"setup_s": setup_seconds, "compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / learn_seconds,
-            "final_return": final_return}
+    return time_learning(ppo.learner_setup, config, seed, eval_episodes)
 
 
 def random_ceiling(seed: int) -> Dict[str, float]:

@@ -21,7 +21,8 @@ from typing import Callable, Dict, Optional
 import jax
 import numpy as np
 
-from ppo_cartpole import _GymnaxFiveTupleStep, timed  # same directory: the gymnax-1.0 shim rejax 0.1.3 needs
+from loop_timing import time_learning  # same directory, as below
+from ppo_cartpole import _GymnaxFiveTupleStep, timed  # the gymnax-1.0 shim rejax 0.1.3 needs
 
 NUM_ENVS = 16
 NUM_EVALUATION = 10
@@ -52,34 +53,8 @@ def compose(config_name: str, overrides):
 
 def ours(config_name: str, learner_setup: Callable, overrides, seed: int, eval_episodes: int) -> Dict[str, float]:
     """A real stoix_like system: config composed as `python -m experiments.<name>` would, learner compiled apart."""
-    from stoix_like import envs as envs_lib
-    from stoix_like import experiment, parallel
-    from stoix_like.evaluator import make_evaluator
-
-    config = compose(config_name, list(overrides) + [f"arch.seed={seed}"])
-    budget = experiment.make_budget(config)
-    train_env, eval_env = envs_lib.make(config.env)
-
-    setup_key, eval_key = jax.random.split(jax.random.PRNGKey(seed))
-    start = time.perf_counter()
-    setup = learner_setup(train_env, setup_key, config, budget)  # includes the replay warm-up, if any
-    jax.block_until_ready(setup.learner_state)
-    setup_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    learn = parallel.distribute(setup.learner_fn).lower(setup.learner_state).compile()
-    compile_seconds = time.perf_counter() - start
-
-    learner_state, learn_seconds = setup.learner_state, 0.0
-    for _ in range(budget.num_evaluation):
-        (learner_state, _), seconds = timed(learn, learner_state)
-        learn_seconds += seconds
-
-    evaluate = make_evaluator(eval_env, setup.eval_policy, eval_episodes)
-    eval_params = jax.device_get(setup.eval_params(parallel.first_slot(learner_state)))
-    final_return = float(np.mean(evaluate(eval_params, eval_key)["episode_return"]))
-    learning_steps = budget.total_timesteps - budget.warmup_steps
-    return {"setup_s": setup_seconds, "compile_s": compile_seconds, "steps_per_s": learning_steps / learn_seconds,
-            "final_return": final_return, "steps": budget.total_timesteps}
+    return time_learning(learner_setup, compose(config_name, list(overrides) + [f"arch.seed={seed}"]), seed,
+                         eval_episodes)
 
 
 def rejax_run(algo_cls_name: str, config: Dict, seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:

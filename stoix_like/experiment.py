@@ -1,16 +1,18 @@
-"""The one experiment loop every system shares.
+"""The one experiment loop every system shares, as named steps:
 
-budget → envs → system setup (per seed) → resume? → compile (timed apart) →
-[learn → log → evaluate → checkpoint] × N → absolute metric.
-A system supplies only `learner_setup(env, key, config, budget) -> SystemSetup`.
+budget → envs → `set_up` (per seed) → `resume`? → `compile_learner` (timed apart) →
+[`learn_once` → `evaluate_seeds` (log, evaluate) → `save_checkpoint`] × N → `absolute_metric`.
+A system supplies only `learner_setup(env, key, config, budget) -> SystemSetup`. Each step takes what it needs
+and returns what it changed (the learner state, the loop's `Progress`); the benchmarks time the same steps.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, NamedTuple
+from typing import Any, Callable, Dict, List, NamedTuple, Tuple
 
 import jax
 import numpy as np
@@ -136,122 +138,208 @@ def train(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> RunResu
 
 def _train(config: Any, learner_setup: LearnerSetupFn, algorithm: str, budget: budget_lib.Budget,
            seeds: List[int], checkpoints: checkpointing.Checkpoints, logger: Logger) -> RunResult:
-    num_seeds = len(seeds)
+    """setup → resume? → compile → [learn → evaluate → checkpoint] × N → absolute metric, as named steps."""
     train_env, eval_env = envs_lib.make(config.env)
     logger.message(_describe(algorithm, config, budget, seeds))
-
-    # Each seed is set up exactly as a single run with that seed would be; the states then sit side by side.
-    setups, eval_keys = [], []
-    for seed in seeds:
-        setup_key, eval_key = jax.random.split(jax.random.PRNGKey(seed))
-        setups.append(learner_setup(train_env, setup_key, config, budget))
-        eval_keys.append(np.asarray(eval_key))
-    setup = setups[0]
-    fresh_state = parallel.stack_seeds([each.learner_state for each in setups])
-    del setups
-
-    def eval_params_of(state: Any, seed_index: int) -> Any:
-        # this process's own first slot: never a program across processes (see parallel.py, "one order")
-        return parallel.local_host_copy(setup.eval_params(parallel.first_slot(state, seed_index, num_seeds)))
-
+    prepared = set_up(learner_setup, train_env, config, budget, seeds)
     # Resume (or load params) before compiling, so that a refused checkpoint costs no compilation.
-    progress = checkpointing.Progress(
-        evaluations_done=0, steps_done=budget.warmup_steps, eval_keys=np.stack(eval_keys),
-        best_returns=[-math.inf] * num_seeds, best_params=[None] * num_seeds)
-    learner_state, progress, note = checkpoints.restore(fresh_state, progress, eval_params_of(fresh_state, 0))
-    if note:
-        logger.message(note)
-    logger.restore_json(progress.log_history)
-
-    num_eval_episodes = int(config.arch.num_eval_episodes)
-    evaluate_here = make_evaluator(eval_env, setup.eval_policy, num_eval_episodes)
-
-    def evaluate(eval_params: Any, key: jax.Array) -> Dict[str, np.ndarray]:
-        # the pmapped evaluator runs one program over every process's devices: a stage every process enters
-        with parallel.collective_stage("evaluation"):
-            return evaluate_here(eval_params, key)
-
-    # Compiled for the fresh state's types, so a resumed run runs the very program an uninterrupted one does.
-    compile_start = time.perf_counter()
-    learn = parallel.compile_learner(setup.learner_fn, fresh_state, num_seeds)
-    compile_seconds = time.perf_counter() - compile_start
+    learner_state, progress = resume(checkpoints, prepared, budget, logger)
+    loop = Loop(budget, seeds, prepared.system, logger,
+                make_evaluate(eval_env, prepared.system.eval_policy, int(config.arch.num_eval_episodes)))
+    learn, compile_seconds = compile_learner(prepared.system, prepared.fresh_state, len(seeds))
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
-    del fresh_state
-
-    def log_and_evaluate(seed_index: int, learner_state: Any, outputs: Dict[str, Any], evaluation: int,
-                         steps_per_second: float, eta: float) -> tuple:
-        """One seed's training metrics, then its evaluation: (eval return, eval params)."""
-        seed = seeds[seed_index]
-        seed_outputs = parallel.seed_view(outputs, seed_index, num_seeds)
-        _refuse_non_finite(seed_outputs["train_metrics"], evaluation, budget, seed if num_seeds > 1 else None)
-        train_means = {name: float(np.mean(value)) for name, value in seed_outputs["train_metrics"].items()}
-        logger.progress(seed, progress.steps_done, budget.total_timesteps,
-                        _mean_completed_episode_return(seed_outputs["episode_metrics"]), steps_per_second, eta,
-                        train_means)
-        eval_params = eval_params_of(learner_state, seed_index)
-        next_eval_key, this_eval_key = jax.random.split(progress.eval_keys[seed_index])
-        progress.eval_keys[seed_index] = np.asarray(next_eval_key)
-        stats = logger.evaluation("eval", seed, progress.steps_done, evaluate(eval_params, this_eval_key),
-                                  {"steps_per_second": steps_per_second, **train_means})
-        eval_return = stats["episode_return"]["mean"]
-        if eval_return >= progress.best_returns[seed_index]:
-            progress.best_returns[seed_index], progress.best_params[seed_index] = eval_return, eval_params
-        return eval_return, eval_params
+    del prepared  # a resumed run need not keep the fresh state
 
     learn_seconds = 0.0
     run_start = time.perf_counter()
     first_evaluation = progress.evaluations_done
     # Every process runs this loop's cross-process stages in one order: learn → evaluate each seed → save.
     for evaluation in range(first_evaluation, budget.num_evaluation):
-        learn_start = time.perf_counter()
-        learner_state, outputs = learn(learner_state)
-        jax.block_until_ready(learner_state)
-        learn_time = time.perf_counter() - learn_start
-        learn_seconds += learn_time
-        progress.steps_done += budget.steps_per_evaluation
+        learned = learn_once(learn, learner_state)
+        learner_state, learn_seconds = learned.learner_state, learn_seconds + learned.seconds
+        progress = dataclasses.replace(progress, steps_done=progress.steps_done + budget.steps_per_evaluation)
         elapsed = time.perf_counter() - run_start
         eta = elapsed / (evaluation + 1 - first_evaluation) * (budget.num_evaluation - evaluation - 1)
-
-        outputs = parallel.local_host_copy(outputs)  # this process's metrics only: no cross-process fetch
-        steps_per_second = budget.steps_per_evaluation / learn_time  # of each seed
-        eval_returns, eval_params_now = zip(*(
-            log_and_evaluate(k, learner_state, outputs, evaluation, steps_per_second, eta) for k in range(num_seeds)))
-
-        progress.evaluations_done = evaluation + 1
-        progress.log_history = logger.json_state()
-        saved = checkpoints.save(learner_state, progress, eval_params_now, float(np.mean(eval_returns)))
-        if saved:
-            logger.message(f"checkpoint: {saved}")
+        progress, evaluated = evaluate_seeds(loop, learned, progress, evaluation, eta)
+        progress = dataclasses.replace(progress, evaluations_done=evaluation + 1, log_history=logger.json_state())
+        save_checkpoint(loop, checkpoints, learner_state, progress, evaluated)
 
     if progress.steps_done != budget.total_timesteps:  # the budget arithmetic is the contract; never drift from it
         raise AssertionError(f"ran {progress.steps_done} steps, budget was {budget.total_timesteps}")
+    absolute_returns = absolute_metric(loop, progress)
+    learned_here = (budget.num_evaluation - first_evaluation) * budget.steps_per_evaluation * len(seeds)
+    _report(loop, config, progress, absolute_returns, compile_seconds, learn_seconds, learned_here,
+            resumed=first_evaluation > 0)
+    return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns),
+                     progress.steps_done, learner_state, compile_seconds, learn_seconds, learned_here)
 
-    def absolute_evaluate(eval_params: Any, key: jax.Array) -> Dict[str, np.ndarray]:
-        """10× the episodes as repeated calls of the compiled evaluator: no second compilation."""
-        rounds = [evaluate(eval_params, k) for k in jax.random.split(key, ABSOLUTE_METRIC_EPISODE_FACTOR)]
-        return {name: np.concatenate([r[name] for r in rounds]) for name in rounds[0]}
 
+# ----------------------------------------------------------------------------------------------------------------
+# The loop's steps, each with its inputs and outputs explicit. The benchmarks time the same steps.
+
+
+class Prepared(NamedTuple):
+    """What setup gives the rest of the run."""
+
+    system: SystemSetup  # the first seed's: its learner, eval policy and eval params reader serve every seed
+    fresh_state: Any  # every seed's fresh learner state, side by side (`parallel.stack_seeds`)
+    eval_keys: np.ndarray  # (num_seeds, 2): each seed's first eval key
+
+
+def set_up(learner_setup: LearnerSetupFn, train_env: envs_lib.Environment, config: Any, budget: budget_lib.Budget,
+           seeds: List[int]) -> Prepared:
+    """Each seed is set up exactly as a single run with that seed would be; the states then sit side by side."""
+    setups, eval_keys = [], []
+    for seed in seeds:
+        setup_key, eval_key = jax.random.split(jax.random.PRNGKey(seed))
+        setups.append(learner_setup(train_env, setup_key, config, budget))
+        eval_keys.append(np.asarray(eval_key))
+    return Prepared(setups[0], parallel.stack_seeds([each.learner_state for each in setups]), np.stack(eval_keys))
+
+
+def eval_params_of(system: SystemSetup, learner_state: Any, seed_index: int, num_seeds: int) -> Any:
+    """What one seed's eval policy needs, as numpy: this process's own first slot, never a program across
+    processes (see parallel.py, "one order")."""
+    return parallel.local_host_copy(system.eval_params(parallel.first_slot(learner_state, seed_index, num_seeds)))
+
+
+def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: budget_lib.Budget, logger: Logger
+           ) -> Tuple[Any, checkpointing.Progress]:
+    """The learner state and progress to start from: resumed, with loaded params, or fresh."""
+    num_seeds = len(prepared.eval_keys)
+    fresh_progress = checkpointing.Progress(
+        evaluations_done=0, steps_done=budget.warmup_steps, eval_keys=prepared.eval_keys,
+        best_returns=[-math.inf] * num_seeds, best_params=[None] * num_seeds)
+    learner_state, progress, note = checkpoints.restore(
+        prepared.fresh_state, fresh_progress, eval_params_of(prepared.system, prepared.fresh_state, 0, num_seeds))
+    if note:
+        logger.message(note)
+    logger.restore_json(progress.log_history)
+    return learner_state, progress
+
+
+def compile_learner(system: SystemSetup, example_state: Any, num_seeds: int) -> Tuple[Callable, float]:
+    """(the distributed learner, compile seconds). Compiled for the fresh state's types, so that a resumed run
+    runs the very program an uninterrupted one does."""
+    start = time.perf_counter()
+    learn = parallel.compile_learner(system.learner_fn, example_state, num_seeds)
+    return learn, time.perf_counter() - start
+
+
+class Learned(NamedTuple):
+    learner_state: Any
+    outputs: Any  # the learner's outputs, this process's part as numpy
+    seconds: float  # the learn call alone: what throughput is measured on
+
+
+def learn_once(learn: Callable, learner_state: Any) -> Learned:
+    """One learn call: the updates between two evaluations, timed until the new state is ready."""
+    start = time.perf_counter()
+    learner_state, outputs = learn(learner_state)
+    jax.block_until_ready(learner_state)
+    seconds = time.perf_counter() - start
+    return Learned(learner_state, parallel.local_host_copy(outputs), seconds)  # no cross-process fetch
+
+
+Evaluate = Callable[[Any, jax.Array], Dict[str, np.ndarray]]  # (eval params, key) -> per-episode statistics
+
+
+def make_evaluate(eval_env: envs_lib.Environment, eval_policy: EvalPolicy, num_episodes: int) -> Evaluate:
+    """The compiled evaluator of `num_episodes` episodes, as a stage every process enters."""
+    evaluate_here = make_evaluator(eval_env, eval_policy, num_episodes)
+
+    def evaluate(eval_params: Any, key: jax.Array) -> Dict[str, np.ndarray]:
+        # the pmapped evaluator runs one program over every process's devices
+        with parallel.collective_stage("evaluation"):
+            return evaluate_here(eval_params, key)
+
+    return evaluate
+
+
+class Loop(NamedTuple):
+    """What the steps after compilation read and none of them changes."""
+
+    budget: budget_lib.Budget
+    seeds: List[int]
+    system: SystemSetup
+    logger: Logger
+    evaluate: Evaluate
+
+
+class Evaluated(NamedTuple):
+    """One evaluation of every seed."""
+
+    eval_returns: List[float]
+    eval_params: List[Any]  # per seed: the params just evaluated
+
+
+def evaluate_seeds(loop: Loop, learned: Learned, progress: checkpointing.Progress, evaluation: int, eta: float
+                   ) -> Tuple[checkpointing.Progress, Evaluated]:
+    """Each seed in turn: refuse NaN/inf, log its training metrics, evaluate it, keep its best params so far."""
+    num_seeds = len(loop.seeds)
+    steps_per_second = loop.budget.steps_per_evaluation / learned.seconds  # of each seed
+    # copies: the progress passed in stays as it was
+    eval_keys = progress.eval_keys.copy()
+    best_returns, best_params = list(progress.best_returns), list(progress.best_params)
+    eval_returns, eval_params_now = [], []
+    for seed_index, seed in enumerate(loop.seeds):
+        seed_outputs = parallel.seed_view(learned.outputs, seed_index, num_seeds)
+        _refuse_non_finite(seed_outputs["train_metrics"], evaluation, loop.budget, seed if num_seeds > 1 else None)
+        train_means = {name: float(np.mean(value)) for name, value in seed_outputs["train_metrics"].items()}
+        loop.logger.progress(seed, progress.steps_done, loop.budget.total_timesteps,
+                             _mean_completed_episode_return(seed_outputs["episode_metrics"]), steps_per_second, eta,
+                             train_means)
+        eval_params = eval_params_of(loop.system, learned.learner_state, seed_index, num_seeds)
+        next_eval_key, this_eval_key = jax.random.split(eval_keys[seed_index])
+        eval_keys[seed_index] = np.asarray(next_eval_key)
+        stats = loop.logger.evaluation("eval", seed, progress.steps_done, loop.evaluate(eval_params, this_eval_key),
+                                       {"steps_per_second": steps_per_second, **train_means})
+        eval_return = stats["episode_return"]["mean"]
+        if eval_return >= best_returns[seed_index]:
+            best_returns[seed_index], best_params[seed_index] = eval_return, eval_params
+        eval_returns.append(eval_return)
+        eval_params_now.append(eval_params)
+    progress = dataclasses.replace(progress, eval_keys=eval_keys, best_returns=best_returns, best_params=best_params)
+    return progress, Evaluated(eval_returns, eval_params_now)
+
+
+def save_checkpoint(loop: Loop, checkpoints: checkpointing.Checkpoints, learner_state: Any,
+                    progress: checkpointing.Progress, evaluated: Evaluated) -> None:
+    """Save after an evaluation (every process: the gather is a collective); logs where it went."""
+    saved = checkpoints.save(learner_state, progress, evaluated.eval_params, float(np.mean(evaluated.eval_returns)))
+    if saved:
+        loop.logger.message(f"checkpoint: {saved}")
+
+
+def absolute_metric(loop: Loop, progress: checkpointing.Progress) -> List[float]:
+    """Per seed, the mean return of its best params over 10× the evaluation episodes, run as repeated calls of the
+    compiled evaluator (no second compilation)."""
     absolute_returns = []
-    for k, seed in enumerate(seeds):
-        _, absolute_key = jax.random.split(progress.eval_keys[k])
-        stats = logger.evaluation("absolute", seed, progress.steps_done,
-                                  absolute_evaluate(progress.best_params[k], absolute_key), {})
+    for seed_index, seed in enumerate(loop.seeds):
+        _, absolute_key = jax.random.split(progress.eval_keys[seed_index])
+        rounds = [loop.evaluate(progress.best_params[seed_index], key)
+                  for key in jax.random.split(absolute_key, ABSOLUTE_METRIC_EPISODE_FACTOR)]
+        per_episode = {name: np.concatenate([r[name] for r in rounds]) for name in rounds[0]}
+        stats = loop.logger.evaluation("absolute", seed, progress.steps_done, per_episode, {})
         absolute_returns.append(stats["episode_return"]["mean"])
-    learned_here = (budget.num_evaluation - first_evaluation) * budget.steps_per_evaluation * num_seeds
-    logger.message(
+    return absolute_returns
+
+
+def _report(loop: Loop, config: Any, progress: checkpointing.Progress, absolute_returns: List[float],
+            compile_seconds: float, learn_seconds: float, learned_here: int, resumed: bool) -> None:
+    num_seeds = len(loop.seeds)
+    loop.logger.message(
         f"done: {progress.steps_done:,} steps{' per seed' if num_seeds > 1 else ''} | compile {compile_seconds:.1f}s"
         f" | learning {learn_seconds:.1f}s ({learned_here:,} learning steps"
-        + (f" since resuming" if first_evaluation else "") + (f", all seeds" if num_seeds > 1 else "")
+        + (f" since resuming" if resumed else "") + (f", all seeds" if num_seeds > 1 else "")
         + f", at {learned_here / max(learn_seconds, 1e-9):,.0f} steps/s) | best eval return "
         + ", ".join(f"{r:.2f}" for r in progress.best_returns)
         + " | absolute return " + ", ".join(f"{r:.2f}" for r in absolute_returns)
     )
     if num_seeds > 1:
-        summary = population.summarize(absolute_returns, seeds, config.env.solved_return)
-        logger.message(f"population: absolute return {summary.describe()}")
-    logger.message(f"logs: {logger.run_dir}")
-    return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns),
-                     progress.steps_done, learner_state, compile_seconds, learn_seconds, learned_here)
+        summary = population.summarize(absolute_returns, loop.seeds, config.env.solved_return)
+        loop.logger.message(f"population: absolute return {summary.describe()}")
+    loop.logger.message(f"logs: {loop.logger.run_dir}")
 
 
 def _refuse_non_finite(train_metrics: Dict[str, np.ndarray], evaluation: int, budget: budget_lib.Budget,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -127,6 +128,33 @@ def check_run(work, processes, outputs):
 def test_two_processes_train_one_run(tmp_path, compilation_cache_dir):
     processes = start_pair(tmp_path, compilation_cache_dir)
     check_run(tmp_path, processes, finish_pair(tmp_path, processes))
+
+
+def test_two_processes_resume_to_the_uninterrupted_params(tmp_path, compilation_cache_dir):
+    """Process 0 alone reads the checkpoint; the state and progress it restored reach process 1 in one broadcast,
+    and the resumed pair ends where the uninterrupted pair ended, in every device of both processes."""
+    uninterrupted = tmp_path / "uninterrupted"
+    processes = start_pair(uninterrupted, compilation_cache_dir)
+    expected = check_run(uninterrupted, processes, finish_pair(uninterrupted, processes))
+
+    directory = tmp_path / "checkpoints"  # the run as if killed after its first evaluation
+    shutil.copytree(uninterrupted / "process_0" / "checkpoints", directory)
+    shutil.rmtree(directory / str(TOTAL))
+    resumed = tmp_path / "resumed"
+    processes = start_pair(resumed, compilation_cache_dir, [f"logger.checkpointing.directory={directory}",
+                                                            "logger.checkpointing.resume=True"])
+    outputs = finish_pair(resumed, processes)
+    for process, (stdout, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stdout + stderr
+    main_log = outputs[0][0]
+    assert f"resumed from {directory / str(TOTAL // 2)}" in main_log
+    assert f"[eval] step {TOTAL // 2}" not in main_log and f"[eval] step {TOTAL}" in main_log
+    for i in range(2):
+        assert json.loads(outputs[i][0].split("RESULT ")[1])["steps"] == TOTAL
+        params = dict(np.load(resumed / f"params_{i}.npz"))
+        assert params.keys() == expected[i].keys()
+        for path, leaf in expected[i].items():
+            np.testing.assert_array_equal(params[path], leaf)
 
 
 @pytest.mark.slow
