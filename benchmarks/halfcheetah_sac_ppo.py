@@ -68,7 +68,7 @@ def train_for(algorithm: str, seconds: float, episode_length: int, seed: int) ->
         state, outputs = learn(state)
         jax.block_until_ready(state)
         steps += budget.steps_per_evaluation
-        episodes = jax.device_get(outputs["episode_metrics"])
+        episodes = jax.device_get(outputs.episode_metrics)
         ended = episodes["is_terminal_step"]
         if ended.any():
             train_returns.append(float(episodes["episode_return"][ended].mean()))

@@ -2,7 +2,7 @@
 
 budget → envs → system setup (per seed) → resume? → compile (timed apart) →
 [learn → log → evaluate → checkpoint] × N → absolute metric.
-A system supplies only `learner_setup(env, key, config, budget) -> SystemSetup`.
+A system supplies only `learner_setup(env, key, config, budget) -> SystemSetup` (stoix_like/system_contract.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, NamedTuple
+from typing import Any, Dict, List, NamedTuple
 
 import jax
 import numpy as np
@@ -21,23 +21,12 @@ from stoix_like import checkpointing, compilation_cache, population
 from stoix_like import envs as envs_lib
 from stoix_like import parallel
 from stoix_like.errors import ConfigError
-from stoix_like.evaluator import EvalPolicy, make_evaluator
+from stoix_like.evaluator import make_evaluator
 from stoix_like.logging import Logger, summarize
+from stoix_like.system_contract import LearnerOutput, LearnerSetup
 
 # The multiple of evaluation episodes used for the final, absolute-metric evaluation of the best params.
 ABSOLUTE_METRIC_EPISODE_FACTOR = 10
-
-
-class SystemSetup(NamedTuple):
-    # the per-device learner, not yet distributed: state -> (state, {"episode_metrics": ..., "train_metrics": ...});
-    # the experiment distributes it (and vmaps seeds around it) through stoix_like.parallel
-    learner_fn: Callable
-    learner_state: Any  # leaves lead with (local devices, update batch)
-    eval_policy: EvalPolicy
-    eval_params: Callable[[Any], Any]  # one slot of the learner state -> what eval_policy needs
-
-
-LearnerSetupFn = Callable[[envs_lib.Environment, jax.Array, Any, budget_lib.Budget], SystemSetup]
 
 
 class RunResult(NamedTuple):
@@ -113,12 +102,12 @@ def _describe(algorithm: str, config: Any, budget: budget_lib.Budget, seeds: Lis
     )
 
 
-def run(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> float:
+def run(config: Any, learner_setup: LearnerSetup, algorithm: str) -> float:
     """Train, evaluate and log one run; returns the absolute-metric mean return of the best params (seed mean)."""
     return train(config, learner_setup, algorithm).absolute_return
 
 
-def train(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> RunResult:
+def train(config: Any, learner_setup: LearnerSetup, algorithm: str) -> RunResult:
     parallel.maybe_initialize_distributed(config.arch)
     compilation_cache.use_process_compilation_cache()  # N seeds' identical setup programs compile once
     # Everything a user can get wrong is checked here, before envs, setup or compilation.
@@ -134,7 +123,7 @@ def train(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> RunResu
         logger.close()
 
 
-def _train(config: Any, learner_setup: LearnerSetupFn, algorithm: str, budget: budget_lib.Budget,
+def _train(config: Any, learner_setup: LearnerSetup, algorithm: str, budget: budget_lib.Budget,
            seeds: List[int], checkpoints: checkpointing.Checkpoints, logger: Logger) -> RunResult:
     num_seeds = len(seeds)
     train_env, eval_env = envs_lib.make(config.env)
@@ -178,15 +167,15 @@ def _train(config: Any, learner_setup: LearnerSetupFn, algorithm: str, budget: b
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
     del fresh_state
 
-    def log_and_evaluate(seed_index: int, learner_state: Any, outputs: Dict[str, Any], evaluation: int,
+    def log_and_evaluate(seed_index: int, learner_state: Any, outputs: LearnerOutput, evaluation: int,
                          steps_per_second: float, eta: float) -> tuple:
         """One seed's training metrics, then its evaluation: (eval return, eval params)."""
         seed = seeds[seed_index]
-        seed_outputs = parallel.seed_view(outputs, seed_index, num_seeds)
-        _refuse_non_finite(seed_outputs["train_metrics"], evaluation, budget, seed if num_seeds > 1 else None)
-        train_means = {name: float(np.mean(value)) for name, value in seed_outputs["train_metrics"].items()}
+        seed_outputs: LearnerOutput = parallel.seed_view(outputs, seed_index, num_seeds)
+        _refuse_non_finite(seed_outputs.train_metrics, evaluation, budget, seed if num_seeds > 1 else None)
+        train_means = {name: float(np.mean(value)) for name, value in seed_outputs.train_metrics.items()}
         logger.progress(seed, progress.steps_done, budget.total_timesteps,
-                        _mean_completed_episode_return(seed_outputs["episode_metrics"]), steps_per_second, eta,
+                        _mean_completed_episode_return(seed_outputs.episode_metrics), steps_per_second, eta,
                         train_means)
         eval_params = eval_params_of(learner_state, seed_index)
         next_eval_key, this_eval_key = jax.random.split(progress.eval_keys[seed_index])

@@ -26,6 +26,7 @@ process (on one process only, a deadlock). On one process none of this costs any
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -401,10 +402,17 @@ def fill_slots(per_seed: Sequence[Any], like: Any, num_seeds: int) -> Any:
     return jax.tree_util.tree_map(fill, like, *per_seed)
 
 
-def reset_envs_per_slot(batched_env: Any, key: jax.Array, update_batch_size: int, num_envs: int) -> Any:
-    """Reset `num_envs` envs in every (local device, batch element) slot with independent keys."""
+def reset_envs_per_slot(env: Any, key: jax.Array, update_batch_size: int, num_envs: int) -> Any:
+    """Reset `num_envs` copies of the (unbatched) `env` in every (local device, batch element) slot with
+    independent keys."""
     keys = split_key_per_slot(key, update_batch_size, num_envs)
-    return jax.jit(jax.vmap(jax.vmap(batched_env.reset)))(keys)
+    return _reset_every_slot(env, keys)
+
+
+# the env is static (hashed by identity): every seed's setup resets the same env object with the same program
+@functools.partial(jax.jit, static_argnums=0)
+def _reset_every_slot(env: Any, keys: jax.Array) -> Any:
+    return jax.vmap(jax.vmap(jax.vmap(env.reset)))(keys)
 
 
 def process_index() -> int:

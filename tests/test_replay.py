@@ -103,13 +103,14 @@ def test_prioritised_replay_weights_its_samples_and_takes_the_learners_prioritie
 
     def learn_from_batch(params, opt_states, batch, weights, key, update_count):
         priorities = 1.0 + jnp.abs(batch.observation.agent_view[:, 0])
-        return params, opt_states, {"max_weight": jnp.max(weights), "min_weight": jnp.min(weights)}, priorities
+        return off_policy.BatchUpdate(params, opt_states, {"max_weight": jnp.max(weights),
+                                                           "min_weight": jnp.min(weights)}, priorities)
 
     setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, budget, params=(), opt_states=(),
                                      act=act, learn_from_batch=learn_from_batch, eval_policy=None,
                                      eval_params=None, prioritised=True)
     state, outputs = parallel.distribute(setup.learner_fn)(setup.learner_state)
-    metrics = jax.device_get(outputs["train_metrics"])
+    metrics = jax.device_get(outputs.train_metrics)
     # importance weights are normalised by their batch maximum; once the learner's priorities are in, they differ
     np.testing.assert_allclose(metrics["max_weight"], 1.0, rtol=1e-6)
     assert metrics["min_weight"].reshape(-1)[-1] < 1.0

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple, Union
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from stoix_like.types import EnvState, PRNGKey, TimeStep, Array
+from stoix_like.types import Array, EnvState, Observation, PRNGKey, TimeStep
 
 
 @dataclass(frozen=True)
@@ -107,13 +109,15 @@ class Wrapper(Environment):
         return getattr(self._env, "unwrapped", self._env)
 
 
-def example_observation(env: Environment):
-    """A zero Observation with a batch axis of 1, for initialising networks.
+def example_timestep(env: Environment) -> TimeStep:
+    """A zero TimeStep of one env (no batch axis), with the shapes and dtypes the env's reset gives.
 
     Shapes come from `jax.eval_shape`, so nothing runs: an eager reset would cost seconds on brax.
     """
-    import jax
-    import jax.numpy as jnp
-
     _, timestep = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
-    return jax.tree_util.tree_map(lambda x: jnp.zeros((1,) + x.shape, x.dtype), timestep.observation)
+    return jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), timestep)
+
+
+def example_observation(env: Environment) -> Observation:
+    """A zero Observation with a batch axis of 1, for initialising networks (shapes only, nothing runs)."""
+    return jax.tree_util.tree_map(lambda x: x[None], example_timestep(env).observation)
