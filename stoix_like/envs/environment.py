@@ -80,6 +80,37 @@ class Environment:
         raise NotImplementedError
 
 
+class SuiteAdapter(Environment):
+    """What every suite's adapter shares: action space, observation shape and time limit are fixed when it is
+    built (its `__init__` sets `_action_space`, `_observation_shape` and `_max_episode_steps`), and the
+    observation is the suite's, flattened to float32."""
+
+    _action_space: ActionSpace
+    _observation_shape: Tuple[int, ...]
+    _max_episode_steps: int
+
+    @property
+    def action_space(self) -> ActionSpace:
+        return self._action_space
+
+    @property
+    def observation_shape(self) -> Tuple[int, ...]:
+        return self._observation_shape
+
+    @property
+    def max_episode_steps(self) -> int:
+        return self._max_episode_steps
+
+    def flat_observation(self, view: Array, step_count: Array, action_mask: Array | None = None) -> Observation:
+        """`view` flattened to float32; `action_mask` defaults to every action legal (one True for continuous
+        actions, so that the field always exists)."""
+        if action_mask is None:
+            num_actions = self._action_space.num_actions if isinstance(self._action_space, DiscreteActionSpace) else 1
+            action_mask = jnp.ones((num_actions,), bool)
+        return Observation(agent_view=jnp.ravel(view).astype(jnp.float32), action_mask=action_mask,
+                           step_count=step_count)
+
+
 class Wrapper(Environment):
     """Delegates everything to the wrapped env; subclasses override what they change."""
 

@@ -52,6 +52,16 @@ def _check_transition(a_tm1: Array, r_t: Array, discount_t: Array, batch_referen
     chex.assert_equal_shape_prefix([batch_reference, r_t], 1)
 
 
+def _check_q_learning_inputs(q_values: list, action_masks: list, a_tm1: Array, r_t: Array, discount_t: Array
+                             ) -> None:
+    """Every Q array (float) and action mask (bool) is `[B, A]`; actions, rewards and discounts are `[B]`."""
+    chex.assert_rank(q_values + action_masks, 2)
+    chex.assert_equal_shape(q_values + action_masks)
+    chex.assert_type(q_values, float)
+    chex.assert_type(action_masks, bool)
+    _check_transition(a_tm1, r_t, discount_t, q_values[0])
+
+
 # ----------------------------------------------------------------------------------------------------
 # Actor-critic
 # ----------------------------------------------------------------------------------------------------
@@ -129,11 +139,7 @@ def q_learning_td_error(
     Returns:
       `[B]` td = r_t + discount_t * max_{a legal} q_t[a] - q_tm1[a_tm1].
     """
-    chex.assert_rank([q_tm1, q_t, action_mask_t], 2)
-    chex.assert_equal_shape([q_tm1, q_t, action_mask_t])
-    chex.assert_type([q_tm1, q_t], float)
-    chex.assert_type(action_mask_t, bool)
-    _check_transition(a_tm1, r_t, discount_t, q_tm1)
+    _check_q_learning_inputs([q_tm1, q_t], [action_mask_t], a_tm1, r_t, discount_t)
     greedy_value = masked_max(q_t, action_mask_t)
     target = jax.lax.stop_gradient(r_t + discount_t * greedy_value)
     return target - taken_action_values(q_tm1, a_tm1)
@@ -150,23 +156,14 @@ def double_q_learning_td_error(
 ) -> Array:
     """Double Q-learning TD error: one network picks the action, the other values it.
 
-    Args:
-      q_tm1: `[B, A]` Q(s_tm1, .) (differentiated).
-      a_tm1: `[B]` int actions taken at s_tm1.
-      r_t: `[B]` rewards.
-      discount_t: `[B]` gamma * (1 - terminated).
+    Args (q_tm1, a_tm1, r_t, discount_t and action_mask_t as in `q_learning_td_error`):
       q_t_value: `[B, A]` Q values at s_t used to evaluate the chosen action (usually the target network).
       q_t_selector: `[B, A]` Q values at s_t used to choose the action (usually the online network).
-      action_mask_t: `[B, A]` bool, legal actions at s_t.
 
     Returns:
       `[B]` td = r_t + discount_t * q_t_value[argmax_{a legal} q_t_selector[a]] - q_tm1[a_tm1].
     """
-    chex.assert_rank([q_tm1, q_t_value, q_t_selector, action_mask_t], 2)
-    chex.assert_equal_shape([q_tm1, q_t_value, q_t_selector, action_mask_t])
-    chex.assert_type([q_tm1, q_t_value, q_t_selector], float)
-    chex.assert_type(action_mask_t, bool)
-    _check_transition(a_tm1, r_t, discount_t, q_tm1)
+    _check_q_learning_inputs([q_tm1, q_t_value, q_t_selector], [action_mask_t], a_tm1, r_t, discount_t)
     greedy_action = masked_argmax(q_t_selector, action_mask_t)
     target = jax.lax.stop_gradient(r_t + discount_t * taken_action_values(q_t_value, greedy_action))
     return target - taken_action_values(q_tm1, a_tm1)
@@ -209,11 +206,7 @@ def munchausen_q_target(
     """
     if action_mask_tm1 is None:
         action_mask_tm1 = jnp.ones(q_tm1_target.shape, dtype=bool)
-    chex.assert_rank([q_t_target, q_tm1_target, action_mask_t, action_mask_tm1], 2)
-    chex.assert_equal_shape([q_t_target, q_tm1_target, action_mask_t, action_mask_tm1])
-    chex.assert_type([q_t_target, q_tm1_target], float)
-    chex.assert_type([action_mask_t, action_mask_tm1], bool)
-    _check_transition(a_tm1, r_t, discount_t, q_t_target)
+    _check_q_learning_inputs([q_t_target, q_tm1_target], [action_mask_t, action_mask_tm1], a_tm1, r_t, discount_t)
 
     def scaled_log_policy(q_values: Array, action_mask: Array) -> Array:
         """tau * log softmax(q / tau) over legal actions; illegal entries are zeroed."""
@@ -383,15 +376,10 @@ def quantile_q_learning_loss(
     a* = argmax over legal actions of `q_t_selector` (usually the mean over quantiles of the target
     network's, or the online network's for a double-Q variant).
 
-    Args:
+    Args (a_tm1, r_t, discount_t, q_t_selector and action_mask_t as in `categorical_q_learning_loss`):
       quantiles_tm1: `[B, A, N]` online quantiles at s_tm1 (differentiated).
       taus: `[N]` quantile midpoints.
-      a_tm1: `[B]` int actions taken at s_tm1.
-      r_t: `[B]` rewards.
-      discount_t: `[B]` gamma * (1 - terminated).
       quantiles_t_target: `[B, A, N]` target-network quantiles at s_t.
-      q_t_selector: `[B, A]` Q values used to choose the next action.
-      action_mask_t: `[B, A]` bool, legal actions at s_t.
       huber_param: static Python float >= 0 (see `quantile_huber_loss`).
 
     Returns:

@@ -7,13 +7,16 @@ update-batch slot).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Protocol, Tuple, TypeVar
+from typing import Any, Callable, Dict, Protocol, Tuple, Type, TypeVar
 
 import jax
 import jax.numpy as jnp
 
-from stoix_like import normalization
+from stoix_like import normalization, parallel
+from stoix_like.budget import Budget
+from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.experiment import check_divides
 from stoix_like.types import EnvState, Observation, PRNGKey, RolloutStep, TimeStep
 
 # act(params, normalised observation, key) -> (action to store, action for the env, per-step policy extras)
@@ -28,15 +31,15 @@ class OnPolicyState(Protocol):
     """The learner-state fields the helpers here read and replace (types.OnPolicyLearnerState, PQNLearnerState)."""
 
     @property
-    def params(self) -> Any: ...
+    def params(self) -> Any: ...  # acted with, then learnt
     @property
-    def opt_states(self) -> Any: ...
+    def opt_states(self) -> Any: ...  # learn_from_rollout only
     @property
-    def obs_norm(self) -> Any: ...
+    def obs_norm(self) -> Any: ...  # normalises what the policy sees; moved after learning
     @property
-    def key(self) -> PRNGKey: ...
+    def key(self) -> PRNGKey: ...  # split once per env step and once per update
     @property
-    def env_state(self) -> EnvState: ...
+    def env_state(self) -> EnvState: ...  # stepped by collect_rollout, like timestep
     @property
     def timestep(self) -> TimeStep: ...
     def _replace(self: LearnerStateT, **changes: Any) -> LearnerStateT: ...
@@ -126,3 +129,25 @@ def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT
         obs_norm = normalization.update(obs_norm, observations.agent_view)
     state = state._replace(params=params, opt_states=opt_states, key=key, obs_norm=obs_norm)
     return state, jax.tree_util.tree_map(jnp.mean, metrics)
+
+
+def check_minibatches(system: Any, budget: Budget) -> None:
+    """A rollout must split into `system.num_minibatches` equal minibatches (else a ConfigError naming valid values)."""
+    check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
+                  "system.num_minibatches", int(system.num_minibatches))
+
+
+def optimizer_steps(system: Any, budget: Budget) -> int:
+    """Optimiser steps over the whole run, which learning-rate schedules decay over."""
+    return budget.num_updates * int(system.epochs) * int(system.num_minibatches)
+
+
+def initial_learner_state(state_type: Type[LearnerStateT], env: Environment, env_key: jax.Array,
+                          step_key: jax.Array, system: Any, budget: Budget, **learnt: Any) -> LearnerStateT:
+    """The state every (device, batch) slot starts from: the same `learnt` fields (params, optimiser states,
+    counters) and fresh observation statistics in every slot, with its own envs and key."""
+    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
+    env_state, timestep = parallel.reset_envs_per_slot(env, env_key, budget.update_batch_size, budget.num_envs)
+    learnt, obs_norm = parallel.broadcast_to_devices_and_batch((learnt, obs_norm), budget.update_batch_size)
+    return state_type(key=parallel.split_key_per_slot(step_key, budget.update_batch_size), env_state=env_state,
+                      timestep=timestep, obs_norm=obs_norm, **learnt)

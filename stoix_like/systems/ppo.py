@@ -107,8 +107,7 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
 
 def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
     system = config.system
-    experiment.check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
-                             "system.num_minibatches", int(system.num_minibatches))
+    on_policy.check_minibatches(system, budget)
     actor = build_actor(config.network, env.action_space)
     critic = build_critic(config.network)
     batched_env = VmapWrapper(env)
@@ -118,19 +117,12 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
     # jitted: an eager flax init dispatches one tiny XLA program per layer operation
     params = ActorCriticParams(jitted_init(actor)(actor_key, observation), jitted_init(critic)(critic_key, observation))
 
-    optimizer_steps = budget.num_updates * int(system.epochs) * int(system.num_minibatches)
+    optimizer_steps = on_policy.optimizer_steps(system, budget)
     actor_optimizer = make_optimizer(system.actor_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
     critic_optimizer = make_optimizer(system.critic_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
     opt_states = ActorCriticOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(params.critic))
-    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
-
-    env_state, timestep = parallel.reset_envs_per_slot(env, env_key, budget.update_batch_size, budget.num_envs)
-    replicated = parallel.broadcast_to_devices_and_batch((params, opt_states, obs_norm), budget.update_batch_size)
-    learner_state = OnPolicyLearnerState(
-        params=replicated[0], opt_states=replicated[1], obs_norm=replicated[2],
-        key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
-        env_state=env_state, timestep=timestep,
-    )
+    learner_state = on_policy.initial_learner_state(OnPolicyLearnerState, env, env_key, step_key, system, budget,
+                                                    params=params, opt_states=opt_states)
     learner_fn = get_learner_fn(
         batched_env,
         ActorCriticApplyFns(actor.apply, critic.apply),

@@ -85,25 +85,18 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
 
 def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
     system = config.system
-    experiment.check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
-                             "system.num_minibatches", int(system.num_minibatches))
+    on_policy.check_minibatches(system, budget)
     q_network = build_q_network(config.network, env.action_space)
     batched_env = VmapWrapper(env)
 
     key, q_key, env_key, step_key = jax.random.split(key, 4)
     q_params = jitted_init(q_network)(q_key, example_observation(env))
 
-    optimizer_steps = budget.num_updates * int(system.epochs) * int(system.num_minibatches)
-    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
-    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
-
-    env_state, timestep = parallel.reset_envs_per_slot(env, env_key, budget.update_batch_size, budget.num_envs)
-    params, opt_state, obs_norm, update_count = parallel.broadcast_to_devices_and_batch(
-        (q_params, optimizer.init(q_params), obs_norm, jnp.zeros((), jnp.int32)), budget.update_batch_size)
-    learner_state = PQNLearnerState(
-        params=params, opt_states=opt_state, key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
-        env_state=env_state, timestep=timestep, obs_norm=obs_norm, update_count=update_count,
-    )
+    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, on_policy.optimizer_steps(system, budget),
+                               system.decay_learning_rates)
+    learner_state = on_policy.initial_learner_state(
+        PQNLearnerState, env, env_key, step_key, system, budget,
+        params=q_params, opt_states=optimizer.init(q_params), update_count=jnp.zeros((), jnp.int32))
     return SystemSetup(
         learner_fn=get_learner_fn(batched_env, q_network.apply, optimizer.update, config, budget),
         learner_state=learner_state,
