@@ -7,6 +7,7 @@ update-batch slot).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, Protocol, Tuple, Type, TypeVar
 
 import jax
@@ -146,8 +147,18 @@ def initial_learner_state(state_type: Type[LearnerStateT], env: Environment, env
                           step_key: jax.Array, system: Any, budget: Budget, **learnt: Any) -> LearnerStateT:
     """The state every (device, batch) slot starts from: the same `learnt` fields (params, optimiser states,
     counters) and fresh observation statistics in every slot, with its own envs and key."""
-    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
-    env_state, timestep = parallel.reset_envs_per_slot(env, env_key, budget.update_batch_size, budget.num_envs)
-    learnt, obs_norm = parallel.broadcast_to_devices_and_batch((learnt, obs_norm), budget.update_batch_size)
-    return state_type(key=parallel.split_key_per_slot(step_key, budget.update_batch_size), env_state=env_state,
+    return _initial_learner_state(state_type, env, bool(system.normalize_observations), budget.update_batch_size,
+                                  budget.num_envs, env_key, step_key, learnt)
+
+
+# One program, compiled once per process for each env and layout (the env is static, hashed by identity): done
+# eagerly, every distinct leaf shape would compile a small program of its own on the first seed's setup.
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _initial_learner_state(state_type: Type[LearnerStateT], env: Environment, normalize_observations: bool,
+                           update_batch_size: int, num_envs: int, env_key: jax.Array, step_key: jax.Array,
+                           learnt: Dict[str, Any]) -> LearnerStateT:
+    obs_norm = normalization.init(env.observation_shape) if normalize_observations else ()
+    env_state, timestep = parallel.reset_envs_per_slot(env, env_key, update_batch_size, num_envs)
+    learnt, obs_norm = parallel.broadcast_to_devices_and_batch((learnt, obs_norm), update_batch_size)
+    return state_type(key=parallel.split_key_per_slot(step_key, update_batch_size), env_state=env_state,
                       timestep=timestep, obs_norm=obs_norm, **learnt)
