@@ -5,7 +5,7 @@ from __future__ import annotations
 import chex
 import jax
 
-Array = chex.Array
+Array = jax.Array
 
 
 def taken_action_values(values: Array, actions: Array) -> Array:

@@ -8,10 +8,10 @@ a network produces, so the max, argmax and softmax over legal actions are exactl
 
 from __future__ import annotations
 
-import chex
+import jax
 import jax.numpy as jnp
 
-Array = chex.Array
+Array = jax.Array
 
 ILLEGAL_ACTION_VALUE = -1e9
 

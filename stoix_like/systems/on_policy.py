@@ -8,7 +8,7 @@ update-batch slot).
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, Protocol, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, Protocol, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -43,7 +43,9 @@ class OnPolicyState(Protocol):
     def env_state(self) -> EnvState: ...  # stepped by collect_rollout, like timestep
     @property
     def timestep(self) -> TimeStep: ...
-    def _replace(self: LearnerStateT, **changes: Any) -> LearnerStateT: ...
+    # the fields the helpers replace; a NamedTuple's _replace accepts these among its own
+    def _replace(self: LearnerStateT, *, params: Any = ..., opt_states: Any = ..., obs_norm: Any = ...,
+                 key: PRNGKey = ..., env_state: EnvState = ..., timestep: TimeStep = ...) -> LearnerStateT: ...
 
 
 def collect_rollout(env: VmapWrapper, act: ActFn, state: LearnerStateT, rollout_length: int
@@ -143,7 +145,7 @@ def optimizer_steps(system: Any, budget: Budget) -> int:
     return budget.num_updates * int(system.epochs) * int(system.num_minibatches)
 
 
-def initial_learner_state(state_type: Type[LearnerStateT], env: Environment, env_key: jax.Array,
+def initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, env_key: jax.Array,
                           step_key: jax.Array, system: Any, budget: Budget, **learnt: Any) -> LearnerStateT:
     """The state every (device, batch) slot starts from: the same `learnt` fields (params, optimiser states,
     counters) and fresh observation statistics in every slot, with its own envs and key."""
@@ -154,7 +156,7 @@ def initial_learner_state(state_type: Type[LearnerStateT], env: Environment, env
 # One program, compiled once per process for each env and layout (the env is static, hashed by identity): done
 # eagerly, every distinct leaf shape would compile a small program of its own on the first seed's setup.
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
-def _initial_learner_state(state_type: Type[LearnerStateT], env: Environment, normalize_observations: bool,
+def _initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, normalize_observations: bool,
                            update_batch_size: int, num_envs: int, env_key: jax.Array, step_key: jax.Array,
                            learnt: Dict[str, Any]) -> LearnerStateT:
     obs_norm = normalization.init(env.observation_shape) if normalize_observations else ()
