@@ -48,7 +48,8 @@ def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_f
 
 
 def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
-    return dpg.learner_setup(env, key, config, budget, get_learn_from_batch=get_learn_from_batch, num_critics=1, algorithm="D4PG")
+    return dpg.learner_setup(env, key, config, budget, get_learn_from_batch=get_learn_from_batch, num_critics=1,
+                             algorithm="D4PG")
 
 
 def run_experiment(config: Any) -> float:

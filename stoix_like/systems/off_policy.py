@@ -170,8 +170,9 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
     if budget.warmup_rollout_length:
         warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
         learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
-    return SystemSetup(learner_fn=get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritised),
-                       learner_state=learner_state, eval_policy=eval_policy, eval_params=eval_params)
+    learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritised)
+    return SystemSetup(learner_fn=learner_fn, learner_state=learner_state, eval_policy=eval_policy,
+                       eval_params=eval_params)
 
 
 def replay_ratio_line(system: Any, budget: Budget) -> str:
