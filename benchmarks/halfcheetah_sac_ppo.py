@@ -66,7 +66,7 @@ def train_for(algorithm: str, seconds: float, episode_length: int, seed: int) ->
         learned = experiment.learn_once(learn, state)
         state, learn_seconds = learned.learner_state, learn_seconds + learned.seconds
         steps += budget.steps_per_evaluation
-        episodes = learned.outputs["episode_metrics"]
+        episodes = learned.outputs.episode_metrics
         ended = episodes["is_terminal_step"]
         if ended.any():
             train_returns.append(float(episodes["episode_return"][ended].mean()))

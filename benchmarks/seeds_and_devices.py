@@ -2,6 +2,8 @@
 
     python benchmarks/seeds_and_devices.py [--seeds 8] [--updates 50]
 
+0. Setup: PPO's `learner_setup` in a fresh interpreter, its first call (which compiles the network inits and the
+   initial state) and every later one, and the setup of an `arch.num_seeds=N` population against one seed.
 1. `arch.num_seeds=N` (N seeds vmapped in one compiled program) against N sequential single-seed runs of
    the same config: total env steps per second of learning, all seeds together.
 2. One against two forced CPU devices (`--xla_force_host_platform_device_count`) at equal total envs.
@@ -56,11 +58,55 @@ def worker(overrides: list, seeds: list) -> dict:
     return totals
 
 
-def measure(overrides: list, seeds: list, devices: int) -> dict:
+def setup_worker(overrides: list, num_seeds: int) -> dict:
+    """Sets up `num_seeds` seeds as the experiment loop does (one `learner_setup` per seed, states stacked),
+    in this fresh interpreter: seconds of each call and of the whole."""
+    import jax
+    from hydra import compose, initialize_config_dir
+
+    from stoix_like import compilation_cache, experiment, parallel
+    from stoix_like import envs as envs_lib
+    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.systems import ppo
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        config = compose(config_name="ppo", overrides=overrides + [f"arch.num_seeds={num_seeds}"])
+    compilation_cache.use_process_compilation_cache()
+    budget = experiment.make_budget(config)
+    train_env, _ = envs_lib.make(config.env)
+    start, per_call, states = time.perf_counter(), [], []
+    for seed in experiment.seeds_of(config):
+        call_start = time.perf_counter()
+        setup = ppo.learner_setup(train_env, jax.random.split(jax.random.PRNGKey(seed))[0], config, budget)
+        jax.block_until_ready(setup.learner_state)
+        per_call.append(time.perf_counter() - call_start)
+        states.append(setup.learner_state)
+    stack_start = time.perf_counter()
+    jax.block_until_ready(parallel.stack_seeds(states))
+    return {"setup_seconds": time.perf_counter() - start, "per_call_seconds": per_call,
+            "stack_seconds": time.perf_counter() - stack_start}
+
+
+def measure(overrides: list, seeds: list, devices: int, worker_flag: str = "--worker") -> dict:
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-    output = subprocess.run([sys.executable, __file__, "--worker", json.dumps([overrides, seeds])], env=env,
+    output = subprocess.run([sys.executable, __file__, worker_flag, json.dumps([overrides, seeds])], env=env,
                             capture_output=True, text=True, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])
+
+
+def report_setup(overrides: list, num_seeds: int) -> None:
+    one = measure(overrides, 1, devices=1, worker_flag="--setup-worker")
+    population = measure(overrides, num_seeds, devices=1, worker_flag="--setup-worker")
+    first_call, later_calls = population["per_call_seconds"][0], population["per_call_seconds"][1:]
+    print(f"setup, 1 seed: {one['setup_seconds']:.2f}s (the first learner_setup of a process compiles its inits)")
+    print(f"setup, {num_seeds} seeds: {population['setup_seconds']:.2f}s, "
+          f"{population['setup_seconds'] - one['setup_seconds']:+.2f}s over the 1-seed process (load-dependent: "
+          f"the first call's compilation varies between processes)")
+    if later_calls:
+        added = sum(later_calls) + population["stack_seconds"]
+        print(f"  in the {num_seeds}-seed process: first learner_setup {first_call:.2f}s; later ones median "
+              f"{sorted(later_calls)[len(later_calls) // 2]:.3f}s, max {max(later_calls):.3f}s; stacking the seeds "
+              f"{population['stack_seconds']:.2f}s; so {num_seeds - 1} more seeds add {added:.2f}s", flush=True)
 
 
 def report(label: str, figures: dict) -> dict:
@@ -76,16 +122,25 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--updates", type=int, default=50, help="updates per evaluation (2 evaluations)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--setup-worker", help=argparse.SUPPRESS)
+    parser.add_argument("--setup-only", action="store_true", help="only the setup figures (0.)")
     args = parser.parse_args()
     if args.worker:
         overrides, seeds = json.loads(args.worker)
         print(json.dumps(worker(overrides, seeds)))
+        return
+    if args.setup_worker:
+        overrides, num_seeds = json.loads(args.setup_worker)
+        print(json.dumps(setup_worker(overrides, num_seeds)))
         return
 
     steps_per_seed = 2 * args.updates * 32 * 32
     overrides = BASE + [f"arch.total_timesteps={steps_per_seed}"]
     print(f"PPO CartPole, {steps_per_seed:,} steps per seed (2 evaluations × {args.updates} updates × 32 steps × "
           f"32 envs), {os.cpu_count()} CPU cores")
+    report_setup(overrides, args.seeds)
+    if args.setup_only:
+        return
     vmapped = report(f"num_seeds={args.seeds}, one program", measure(overrides, [args.seeds], devices=1))
     sequential = report(f"{args.seeds} sequential single-seed runs", measure(overrides, [1] * args.seeds, devices=1))
     print(f"  one program of {args.seeds} seeds: {vmapped['steps_per_second'] / sequential['steps_per_second']:.2f}× "

@@ -6,6 +6,10 @@ network init, env reset and warm-up rollout: new Python functions, hence N compi
 seeds 2..N, and later runs of the same program in this process (a Hydra sweep, a test session), load the
 executable instead. A cached executable is the very code compiled the first time: results are bit-identical.
 
+Tracing and lowering a program again costs as much as loading it, so what is set up per seed is also jitted
+once per process: `jit_once` keeps one jitted function per key (a network init per network configuration), and
+jax's own cache then serves every later call of the same shapes without tracing.
+
 A cache the user configured (`JAX_COMPILATION_CACHE_DIR` or `jax.config`) is used as it is. Otherwise the cache is
 a private temporary directory of this process, removed when it exits, so no state outlives the run.
 """
@@ -15,11 +19,13 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
+from typing import Any, Callable, Dict, Hashable
 
 import jax
 from jax._src import compilation_cache as jax_compilation_cache  # reset_cache: no public equivalent in jax 0.10
 
 _private_directory: str | None = None
+_jitted_by_key: Dict[Hashable, Callable] = {}
 
 
 def use_process_compilation_cache() -> None:
@@ -35,3 +41,23 @@ def use_process_compilation_cache() -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     # jax decides whether a cache is in use at its first compilation, which may have happened already
     jax_compilation_cache.reset_cache()
+
+
+def jit_once(key: Hashable, fn: Callable) -> Callable:
+    """`jax.jit(fn)` the first time `key` is seen in this process, and that same jitted function ever after.
+
+    `key` must name everything `fn` computes with besides its arguments: two functions under one key must be
+    the same program. A fresh `jax.jit` per call would trace and lower its program again on every call.
+    """
+    if key not in _jitted_by_key:
+        _jitted_by_key[key] = jax.jit(fn)
+    return _jitted_by_key[key]
+
+
+def jitted_init(module: Any) -> Callable:
+    """`module.init`, jitted once per process for every flax module of this configuration.
+
+    Flax modules with list fields cannot be hashed, so the module's repr (its type and every field, nested
+    modules included) is the key; the input shapes are jit's own cache key.
+    """
+    return jit_once(("init", repr(module)), module.init)

@@ -25,21 +25,10 @@ from stoix_like import parallel
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import EvalPolicy, make_evaluator
 from stoix_like.logging import Logger, summarize
+from stoix_like.system_contract import LearnerOutput, LearnerSetup, SystemSetup
 
 # The multiple of evaluation episodes used for the final, absolute-metric evaluation of the best params.
 ABSOLUTE_METRIC_EPISODE_FACTOR = 10
-
-
-class SystemSetup(NamedTuple):
-    # the per-device learner, not yet distributed: state -> (state, {"episode_metrics": ..., "train_metrics": ...});
-    # the experiment distributes it (and vmaps seeds around it) through stoix_like.parallel
-    learner_fn: Callable
-    learner_state: Any  # leaves lead with (local devices, update batch)
-    eval_policy: EvalPolicy
-    eval_params: Callable[[Any], Any]  # one slot of the learner state -> what eval_policy needs
-
-
-LearnerSetupFn = Callable[[envs_lib.Environment, jax.Array, Any, budget_lib.Budget], SystemSetup]
 
 
 class RunResult(NamedTuple):
@@ -115,12 +104,12 @@ def _describe(algorithm: str, config: Any, budget: budget_lib.Budget, seeds: Lis
     )
 
 
-def run(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> float:
+def run(config: Any, learner_setup: LearnerSetup, algorithm: str) -> float:
     """Train, evaluate and log one run; returns the absolute-metric mean return of the best params (seed mean)."""
     return train(config, learner_setup, algorithm).absolute_return
 
 
-def train(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> RunResult:
+def train(config: Any, learner_setup: LearnerSetup, algorithm: str) -> RunResult:
     parallel.maybe_initialize_distributed(config.arch)
     compilation_cache.use_process_compilation_cache()  # N seeds' identical setup programs compile once
     # Everything a user can get wrong is checked here, before envs, setup or compilation.
@@ -136,7 +125,7 @@ def train(config: Any, learner_setup: LearnerSetupFn, algorithm: str) -> RunResu
         logger.close()
 
 
-def _train(config: Any, learner_setup: LearnerSetupFn, algorithm: str, budget: budget_lib.Budget,
+def _train(config: Any, learner_setup: LearnerSetup, algorithm: str, budget: budget_lib.Budget,
            seeds: List[int], checkpoints: checkpointing.Checkpoints, logger: Logger) -> RunResult:
     """setup → resume? → compile → [learn → evaluate → checkpoint] × N → absolute metric, as named steps."""
     train_env, eval_env = envs_lib.make(config.env)
@@ -186,7 +175,7 @@ class Prepared(NamedTuple):
     eval_keys: np.ndarray  # (num_seeds, 2): each seed's first eval key
 
 
-def set_up(learner_setup: LearnerSetupFn, train_env: envs_lib.Environment, config: Any, budget: budget_lib.Budget,
+def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config: Any, budget: budget_lib.Budget,
            seeds: List[int]) -> Prepared:
     """Each seed is set up exactly as a single run with that seed would be; the states then sit side by side."""
     setups, eval_keys = [], []
@@ -228,7 +217,7 @@ def compile_learner(system: SystemSetup, example_state: Any, num_seeds: int) -> 
 
 class Learned(NamedTuple):
     learner_state: Any
-    outputs: Any  # the learner's outputs, this process's part as numpy
+    outputs: LearnerOutput  # the learner's outputs, this process's part as numpy
     seconds: float  # the learn call alone: what throughput is measured on
 
 
@@ -284,10 +273,10 @@ def evaluate_seeds(loop: Loop, learned: Learned, progress: checkpointing.Progres
     eval_returns, eval_params_now = [], []
     for seed_index, seed in enumerate(loop.seeds):
         seed_outputs = parallel.seed_view(learned.outputs, seed_index, num_seeds)
-        _refuse_non_finite(seed_outputs["train_metrics"], evaluation, loop.budget, seed if num_seeds > 1 else None)
-        train_means = {name: float(np.mean(value)) for name, value in seed_outputs["train_metrics"].items()}
+        _refuse_non_finite(seed_outputs.train_metrics, evaluation, loop.budget, seed if num_seeds > 1 else None)
+        train_means = {name: float(np.mean(value)) for name, value in seed_outputs.train_metrics.items()}
         loop.logger.progress(seed, progress.steps_done, loop.budget.total_timesteps,
-                             _mean_completed_episode_return(seed_outputs["episode_metrics"]), steps_per_second, eta,
+                             _mean_completed_episode_return(seed_outputs.episode_metrics), steps_per_second, eta,
                              train_means)
         eval_params = eval_params_of(loop.system, learned.learner_state, seed_index, num_seeds)
         next_eval_key, this_eval_key = jax.random.split(eval_keys[seed_index])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from stoix_like.ops.masking import masked_argmax
+
 
 def linear_epsilon(step: jax.Array, start: float, end: float, decay_steps: int) -> jax.Array:
     """Epsilon after `step` acting steps, decayed linearly from `start` to `end` over `decay_steps`."""
@@ -16,7 +18,7 @@ def linear_epsilon(step: jax.Array, start: float, end: float, decay_steps: int) 
 def epsilon_greedy(key: jax.Array, q_values: jax.Array, action_mask: jax.Array, epsilon: jax.Array) -> jax.Array:
     """Greedy over legal actions with probability 1−ε, else uniform over legal actions. Shapes (..., A)."""
     explore_key, uniform_key = jax.random.split(key)
-    greedy = jnp.argmax(jnp.where(action_mask, q_values, -jnp.inf), axis=-1)
+    greedy = masked_argmax(q_values, action_mask)
     # uniform over legal actions: the argmax of random noise restricted to the mask
     noise = jax.random.uniform(uniform_key, q_values.shape)
     random_legal = jnp.argmax(jnp.where(action_mask, noise, -1.0), axis=-1)

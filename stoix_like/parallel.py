@@ -26,6 +26,7 @@ process (on one process only, a deadlock). On one process none of this costs any
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -81,8 +82,8 @@ def maybe_initialize_distributed(arch: Any) -> None:
         return
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     # a process that never hears from its peers at start-up, or loses one later, ends instead of waiting
-    bounded = dict(initialization_timeout=int(timeouts["multihost_init_timeout_seconds"]),
-                   heartbeat_timeout_seconds=int(timeouts["heartbeat_timeout_seconds"]))
+    initialization_timeout = int(timeouts["multihost_init_timeout_seconds"])
+    heartbeat_timeout_seconds = int(timeouts["heartbeat_timeout_seconds"])
     if coordinator_address:
         num_processes, process_id = arch.get("num_processes"), arch.get("process_id")
         if num_processes is None or process_id is None:
@@ -91,9 +92,11 @@ def maybe_initialize_distributed(arch: Any) -> None:
                 f"arch.process_id (this process's index, 0 to num_processes - 1)."
             )
         jax.distributed.initialize(coordinator_address, num_processes=int(num_processes),
-                                   process_id=int(process_id), **bounded)
+                                   process_id=int(process_id), initialization_timeout=initialization_timeout,
+                                   heartbeat_timeout_seconds=heartbeat_timeout_seconds)
     else:
-        jax.distributed.initialize(**bounded)
+        jax.distributed.initialize(initialization_timeout=initialization_timeout,
+                                   heartbeat_timeout_seconds=heartbeat_timeout_seconds)
 
 
 def _positive_seconds(arch: Any, name: str, default: int) -> float:
@@ -255,7 +258,7 @@ def scan_updates(update_step: Callable[[Any], Tuple[Any, Any]], num_updates: int
     return learner_fn
 
 
-def distribute(learner_fn: Callable, num_seeds: int = 1) -> Callable:
+def distribute(learner_fn: Callable, num_seeds: int = 1) -> jax.stages.Wrapped:
     """Run one copy of the learner per local device; collectives over "device" span all processes.
 
     With several seeds every device runs all of them through one more vmap. It has no axis name, so the
@@ -305,7 +308,10 @@ def stack_seeds(states: Sequence[Any]) -> Any:
     """Independent learner states side by side: (devices, seeds, batch, ...); one seed keeps (devices, batch, ...)."""
     if len(states) == 1:
         return states[0]
-    return jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves, axis=1), *states)
+    # Stacked on the host: an XLA stack compiles a program per leaf shape (or one program with every leaf), which
+    # took seconds on a CPU, while copying a fresh state once costs milliseconds. The values are the same.
+    return jax.tree_util.tree_map(
+        lambda *leaves: jax.device_put(np.stack([np.asarray(leaf) for leaf in leaves], axis=1)), *states)
 
 
 def seed_view(tree: Any, seed_index: int, num_seeds: int) -> Any:
@@ -340,7 +346,7 @@ def _local_numpy(leaf: Any) -> Any:
 
 def _local_shards(leaf: jax.Array) -> list:
     """This process's shards of a leaf split over devices on axis 0 only, in axis-0 order, one per distinct slice."""
-    by_start = {}
+    by_start: dict[int, Any] = {}
     for shard in leaf.addressable_shards:
         index = tuple(shard.index)
         if any(part != slice(None) for part in index[1:]):
@@ -401,10 +407,17 @@ def fill_slots(per_seed: Sequence[Any], like: Any, num_seeds: int) -> Any:
     return jax.tree_util.tree_map(fill, like, *per_seed)
 
 
-def reset_envs_per_slot(batched_env: Any, key: jax.Array, update_batch_size: int, num_envs: int) -> Any:
-    """Reset `num_envs` envs in every (local device, batch element) slot with independent keys."""
+def reset_envs_per_slot(env: Any, key: jax.Array, update_batch_size: int, num_envs: int) -> Any:
+    """Reset `num_envs` copies of the (unbatched) `env` in every (local device, batch element) slot with
+    independent keys."""
     keys = split_key_per_slot(key, update_batch_size, num_envs)
-    return jax.jit(jax.vmap(jax.vmap(batched_env.reset)))(keys)
+    return _reset_every_slot(env, keys)
+
+
+# the env is static (hashed by identity): every seed's setup resets the same env object with the same program
+@functools.partial(jax.jit, static_argnums=0)
+def _reset_every_slot(env: Any, keys: jax.Array) -> Any:
+    return jax.vmap(jax.vmap(jax.vmap(env.reset)))(keys)
 
 
 def process_index() -> int:

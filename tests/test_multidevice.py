@@ -44,7 +44,7 @@ for name, overrides in json.loads(sys.argv[2]):
     for _ in range(budget.num_evaluation):
         state, outputs = learn(state)
         # episode metrics are (devices, update batch, updates, rollout_length, envs): one entry per env step
-        steps += outputs["episode_metrics"]["episode_return"].size
+        steps += outputs.episode_metrics["episode_return"].size
     results[f"{name}/steps"] = steps
     results[f"{name}/budget"] = budget.total_timesteps
     results[f"{name}/slots"] = budget.n_devices * budget.update_batch_size

@@ -161,72 +161,6 @@ def test_lambda_returns_matches_loop_reference_batched():
 
 
 # ----------------------------------------------------------------------------------------------------
-# n_step_bootstrapped_returns
-# ----------------------------------------------------------------------------------------------------
-
-
-def n_step_reference(rewards, discounts, bootstrap, n, continuations):
-    num_steps = len(rewards)
-    out = []
-    for t in range(num_steps):
-        total, scale, k = 0.0, 1.0, 0
-        while True:
-            total += scale * rewards[t + k]
-            scale *= discounts[t + k]
-            if k == n - 1 or t + k == num_steps - 1 or not continuations[t + k]:
-                total += scale * bootstrap[t + k]
-                break
-            k += 1
-        out.append(total)
-    return out
-
-
-N_STEP_CASE = dict(
-    rewards=f32([1.0, 2.0, 3.0, 4.0]),
-    discounts=f32([0.5, 0.5, 0.0, 0.5]),  # termination at t=2
-    bootstrap_values=f32([10.0, 20.0, 30.0, 40.0]),
-)
-
-
-@pytest.mark.parametrize(
-    "n, expected",
-    [
-        (1, [6.0, 12.0, 3.0, 24.0]),  # r + d * bootstrap
-        # G0 = 1 + 0.5*2 + 0.25*20 = 7; G1 = 2 + 0.5*3 + 0.25*0*30 = 3.5; G2 = 3; G3 = 4 + 0.5*40 (sequence end)
-        (2, [7.0, 3.5, 3.0, 24.0]),
-        # n beyond T: G0 = 1 + 0.5*2 + 0.25*3 + 0 = 2.75 (termination zeroes the rest)
-        (10, [2.75, 3.5, 3.0, 24.0]),
-    ],
-)
-def test_n_step_hand_cases(n, expected):
-    close(returns.n_step_bootstrapped_returns(n=n, **N_STEP_CASE), expected)
-
-
-def test_n_step_stops_at_truncation_when_given_continuations():
-    # Truncation at t=1: discount 0.5 everywhere, continuation 0 at t=1. n = 3:
-    # G0 = 1 + 0.5*2 + 0.25*20 = 7; G1 = 2 + 0.5*20 = 12; G2 = 3 + 0.5*4 + 0.25*40 = 15; G3 = 4 + 0.5*40 = 24.
-    out = returns.n_step_bootstrapped_returns(
-        f32([1.0, 2.0, 3.0, 4.0]), f32([0.5] * 4), f32([10.0, 20.0, 30.0, 40.0]), 3,
-        continuations=jnp.array([True, False, True, True]),
-    )
-    close(out, [7.0, 12.0, 15.0, 24.0])
-
-
-def test_n_step_matches_loop_reference_batched():
-    rng = np.random.default_rng(2)
-    rewards = rng.normal(size=(10, 3))
-    discounts = 0.9 * (rng.random((10, 3)) > 0.2)
-    bootstrap = rng.normal(size=(10, 3))
-    continuations = rng.random((10, 3)) > 0.2
-    out = jax.jit(returns.n_step_bootstrapped_returns, static_argnums=3)(
-        f32(rewards), f32(discounts), f32(bootstrap), 4, continuations
-    )
-    for b in range(3):
-        close(out[:, b], n_step_reference(rewards[:, b], discounts[:, b], bootstrap[:, b], 4, continuations[:, b]),
-              atol=1e-4)
-
-
-# ----------------------------------------------------------------------------------------------------
 # Actor-critic losses
 # ----------------------------------------------------------------------------------------------------
 
@@ -279,14 +213,6 @@ def test_q_learning_gradient_flows_only_through_q_tm1():
     grad_q_tm1 = jax.grad(lambda q: losses.q_learning_td_error(q, A_TM1, R_T, DISCOUNT_T, Q_T, MASK_T).sum())(Q_TM1)
     close(grad_q_t, np.zeros((2, 3)))
     close(grad_q_tm1, [[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0]])
-
-
-def test_regularised_q_loss():
-    # td = [0.5, 5]; 0.5 td^2 = [0.125, 12.5]; + 0.1 * q_tm1[a] = [0.3, 0.1].
-    loss = losses.regularised_q_loss(Q_TM1, A_TM1, R_T, DISCOUNT_T, Q_T, MASK_T, 0.1)
-    close(loss, [0.425, 12.6])
-    # Huber with delta 1: huber(0.5) = 0.125; huber(5) = 4.5.
-    close(losses.regularised_q_loss(Q_TM1, A_TM1, R_T, DISCOUNT_T, Q_T, MASK_T, 0.1, huber_param=1.0), [0.425, 4.6])
 
 
 def test_q_learning_rejects_float_actions():

@@ -58,9 +58,3 @@ def test_pqn_honours_action_masks_on_snake(compose):
     absolute_return = experiment.run(config, poisoned_learner_setup, algorithm="pqn")
     assert np.isfinite(absolute_return)
 
-
-def test_best_legal_value_ignores_illegal_actions_and_survives_a_dead_end():
-    q_values = jnp.array([[1.0, 5.0, 3.0], [1.0, 5.0, 3.0], [1.0, 5.0, 3.0]])
-    action_mask = jnp.array([[True, True, True], [True, False, True], [False, False, False]])
-    # no legal action (a terminal state in some suites): 0, so that discount 0 × value stays finite
-    np.testing.assert_array_equal(pqn.best_legal_value(q_values, action_mask), [5.0, 3.0, 0.0])

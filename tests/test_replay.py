@@ -15,6 +15,7 @@ from flashbax.buffers import sum_tree
 from stoix_like import envs as envs_lib
 from stoix_like import experiment, parallel, replay
 from stoix_like.errors import ConfigError
+from stoix_like.system_contract import LearnerOutput
 from stoix_like.systems import off_policy
 from stoix_like.types import Observation
 
@@ -103,13 +104,15 @@ def test_prioritised_replay_weights_its_samples_and_takes_the_learners_prioritie
 
     def learn_from_batch(params, opt_states, batch, weights, key, update_count):
         priorities = 1.0 + jnp.abs(batch.observation.agent_view[:, 0])
-        return params, opt_states, {"max_weight": jnp.max(weights), "min_weight": jnp.min(weights)}, priorities
+        return off_policy.BatchUpdate(params, opt_states, {"max_weight": jnp.max(weights),
+                                                           "min_weight": jnp.min(weights)}, priorities)
 
     setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, budget, params=(), opt_states=(),
                                      act=act, learn_from_batch=learn_from_batch, eval_policy=None,
                                      eval_params=None, prioritised=True)
     state, outputs = parallel.distribute(setup.learner_fn)(setup.learner_state)
-    metrics = jax.device_get(outputs["train_metrics"])
+    assert isinstance(outputs, LearnerOutput)
+    metrics = jax.device_get(outputs.train_metrics)
     # importance weights are normalised by their batch maximum; once the learner's priorities are in, they differ
     np.testing.assert_allclose(metrics["max_weight"], 1.0, rtol=1e-6)
     assert metrics["min_weight"].reshape(-1)[-1] < 1.0

@@ -126,18 +126,16 @@ def compose_system(compose, name, overrides=()):
 
 
 def test_dqn_reg_is_the_dqn_loss_plus_the_weighted_q_value(compose):
-    # the composed loss (any target + w·Q(s, a)) equals the hand-checked losses.regularised_q_loss
     system = compose_system(compose, "dqn_reg")
+    assert float(system.regularisation_weight) == 0.1 and float(system.huber_loss_parameter) == 0.0
     batch = two_state_batch()
     online = fixed_network(jnp.asarray([[1.0, 2.0], [3.0, 4.0]]))
     target = fixed_network(jnp.asarray([[0.5, 0.0], [2.0, 5.0]]))
     per_example, priorities, _ = dqn.scalar_q_loss(system)(online, target, batch)
-    expected = losses.regularised_q_loss(online(batch.observation), batch.action, batch.reward, batch.discount,
-                                         target(batch.next_observation), batch.next_observation.action_mask,
-                                         float(system.regularisation_weight))
-    np.testing.assert_allclose(per_example, expected, atol=1e-6)
-    # priorities are |TD|: 1 + 0.9·5 - 1 = 4.5; with action 1 illegal at s_t: 0.5 + 0.9·2 - 2 = 0.3
-    np.testing.assert_allclose(priorities, [4.5, 0.3], atol=1e-6)
+    # TD: 1 + 0.9·5 - Q(s, 0)=1 = 4.5; with action 1 illegal at s_t: 0.5 + 0.9·2 - Q(s, 1)=2 = 0.3.
+    # loss: ½TD² + 0.1·Q(s, a) = 10.125 + 0.1 and 0.045 + 0.2
+    np.testing.assert_allclose(per_example, [10.225, 0.245], atol=1e-5)
+    np.testing.assert_allclose(priorities, [4.5, 0.3], atol=1e-6)  # |TD|
 
 
 def test_munchausen_regresses_on_the_target_networks_policy_at_both_states(compose):

@@ -13,10 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like.envs.environment import ContinuousActionSpace, Environment
+from stoix_like.envs.environment import ContinuousActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, Observation, PRNGKey, TimeStep
+from stoix_like.types import Array, PRNGKey, TimeStep
 
 
 class BraxState(NamedTuple):
@@ -24,7 +24,7 @@ class BraxState(NamedTuple):
     step_count: Array  # int32
 
 
-class BraxAdapter(Environment):
+class BraxAdapter(SuiteAdapter):
     """A brax env with a time limit and no auto-reset.
 
     Args:
@@ -42,7 +42,7 @@ class BraxAdapter(Environment):
         if name not in available:
             raise ConfigError(f"Unknown brax environment {name!r}. Available: {', '.join(sorted(available))}")
         self._env = brax_envs.get_environment(name, backend=backend, **env_kwargs)
-        self._episode_length = int(episode_length)
+        self._max_episode_steps = int(episode_length)
         self.name = name
         action_size = int(self._env.action_size)
         self._action_space = ContinuousActionSpace(
@@ -55,7 +55,7 @@ class BraxAdapter(Environment):
     def reset(self, key: PRNGKey) -> Tuple[BraxState, TimeStep]:
         env_state = self._env.reset(key)
         step_count = jnp.zeros((), jnp.int32)
-        return BraxState(env_state, step_count), restart(self._observation(env_state.obs, step_count))
+        return BraxState(env_state, step_count), restart(self.flat_observation(env_state.obs, step_count))
 
     def step(self, state: BraxState, action: Array) -> Tuple[BraxState, TimeStep]:
         # brax does not bound actions itself; a Gaussian policy's samples can leave the box.
@@ -63,28 +63,9 @@ class BraxAdapter(Environment):
         env_state = self._env.step(state.env_state, action)
         step_count = state.step_count + 1
         terminated = env_state.done > 0.5  # brax's done is a float
-        truncated = step_count >= self._episode_length
-        timestep = transition(env_state.reward, terminated, truncated, self._observation(env_state.obs, step_count))
+        truncated = step_count >= self._max_episode_steps
+        timestep = transition(env_state.reward, terminated, truncated, self.flat_observation(env_state.obs, step_count))
         return BraxState(env_state, step_count), timestep
-
-    def _observation(self, obs: Array, step_count: Array) -> Observation:
-        return Observation(
-            agent_view=jnp.ravel(obs).astype(jnp.float32),
-            action_mask=jnp.ones((1,), bool),
-            step_count=step_count,
-        )
-
-    @property
-    def action_space(self) -> ContinuousActionSpace:
-        return self._action_space
-
-    @property
-    def observation_shape(self) -> Tuple[int, ...]:
-        return self._observation_shape
-
-    @property
-    def max_episode_steps(self) -> int:
-        return self._episode_length
 
 
 def _registered_brax_envs(brax_envs: Any) -> list:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple, Union
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from stoix_like.types import EnvState, PRNGKey, TimeStep, Array
+from stoix_like.types import Array, EnvState, Observation, PRNGKey, TimeStep
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,37 @@ class Environment:
         raise NotImplementedError
 
 
+class SuiteAdapter(Environment):
+    """What every suite's adapter shares: action space, observation shape and time limit are fixed when it is
+    built (its `__init__` sets `_action_space`, `_observation_shape` and `_max_episode_steps`), and the
+    observation is the suite's, flattened to float32."""
+
+    _action_space: ActionSpace
+    _observation_shape: Tuple[int, ...]
+    _max_episode_steps: int
+
+    @property
+    def action_space(self) -> ActionSpace:
+        return self._action_space
+
+    @property
+    def observation_shape(self) -> Tuple[int, ...]:
+        return self._observation_shape
+
+    @property
+    def max_episode_steps(self) -> int:
+        return self._max_episode_steps
+
+    def flat_observation(self, view: Array, step_count: Array, action_mask: Array | None = None) -> Observation:
+        """`view` flattened to float32; `action_mask` defaults to every action legal (one True for continuous
+        actions, so that the field always exists)."""
+        if action_mask is None:
+            num_actions = self._action_space.num_actions if isinstance(self._action_space, DiscreteActionSpace) else 1
+            action_mask = jnp.ones((num_actions,), bool)
+        return Observation(agent_view=jnp.ravel(view).astype(jnp.float32), action_mask=action_mask,
+                           step_count=step_count)
+
+
 class Wrapper(Environment):
     """Delegates everything to the wrapped env; subclasses override what they change."""
 
@@ -107,13 +140,15 @@ class Wrapper(Environment):
         return getattr(self._env, "unwrapped", self._env)
 
 
-def example_observation(env: Environment):
-    """A zero Observation with a batch axis of 1, for initialising networks.
+def example_timestep(env: Environment) -> TimeStep:
+    """A zero TimeStep of one env (no batch axis), with the shapes and dtypes the env's reset gives.
 
     Shapes come from `jax.eval_shape`, so nothing runs: an eager reset would cost seconds on brax.
     """
-    import jax
-    import jax.numpy as jnp
-
     _, timestep = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
-    return jax.tree_util.tree_map(lambda x: jnp.zeros((1,) + x.shape, x.dtype), timestep.observation)
+    return jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), timestep)
+
+
+def example_observation(env: Environment) -> Observation:
+    """A zero Observation with a batch axis of 1, for initialising networks (shapes only, nothing runs)."""
+    return jax.tree_util.tree_map(lambda x: x[None], example_timestep(env).observation)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace, Environment
+from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
 from stoix_like.types import Array, Observation, PRNGKey, TimeStep
@@ -25,7 +25,7 @@ class GymnaxState(NamedTuple):
     key: PRNGKey  # gymnax transitions take a key (some are stochastic)
 
 
-class GymnaxAdapter(Environment):
+class GymnaxAdapter(SuiteAdapter):
     """A gymnax env without auto-reset.
 
     Args:
@@ -60,6 +60,7 @@ class GymnaxAdapter(Environment):
             raise ConfigError(f"gymnax {name!r} has a {type(space).__name__} action space; only Discrete and Box work")
 
         self._observation_shape = (int(np.prod(self._env.observation_space(self._params).shape)),)
+        self._max_episode_steps = int(self._params.max_steps_in_episode)
 
     def reset(self, key: PRNGKey) -> Tuple[GymnaxState, TimeStep]:
         key, reset_key = jax.random.split(key)
@@ -74,24 +75,4 @@ class GymnaxAdapter(Environment):
         return GymnaxState(env_state, key), timestep
 
     def _observation(self, obs: Array, env_state: Any) -> Observation:
-        if isinstance(self._action_space, DiscreteActionSpace):
-            action_mask = jnp.ones((self._action_space.num_actions,), bool)
-        else:
-            action_mask = jnp.ones((1,), bool)
-        return Observation(
-            agent_view=jnp.ravel(obs).astype(jnp.float32),
-            action_mask=action_mask,
-            step_count=jnp.asarray(env_state.time, jnp.int32),
-        )
-
-    @property
-    def action_space(self) -> ActionSpace:
-        return self._action_space
-
-    @property
-    def observation_shape(self) -> Tuple[int, ...]:
-        return self._observation_shape
-
-    @property
-    def max_episode_steps(self) -> int:
-        return int(self._params.max_steps_in_episode)
+        return self.flat_observation(obs, jnp.asarray(env_state.time, jnp.int32))

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 import jax
 import jax.numpy as jnp
 
-from stoix_like.envs.environment import DiscreteActionSpace, Environment
+from stoix_like.envs.environment import DiscreteActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
 from stoix_like.types import Array, Observation, PRNGKey, StepType, TimeStep
@@ -33,7 +33,7 @@ class JumanjiState(NamedTuple):
     step_count: Array  # int32; not every jumanji env counts steps
 
 
-class JumanjiAdapter(Environment):
+class JumanjiAdapter(SuiteAdapter):
     """A jumanji env with a flat float32 agent_view, jumanji's action mask and a truncating time limit.
 
     Args:
@@ -92,23 +92,10 @@ class JumanjiAdapter(Environment):
             if field_name not in _NOT_IN_AGENT_VIEW
             for leaf in jax.tree_util.tree_leaves(value)
         ]
-        if "action_mask" in fields:
+        action_mask = None  # every action legal where the suite has no mask
+        if "action_mask" in fields and isinstance(self._action_space, DiscreteActionSpace):
             action_mask = jnp.asarray(fields["action_mask"], bool).reshape(self._action_space.num_actions)
-        else:
-            action_mask = jnp.ones((self._action_space.num_actions,), bool)
-        return Observation(agent_view=jnp.concatenate(view_parts), action_mask=action_mask, step_count=step_count)
-
-    @property
-    def action_space(self) -> DiscreteActionSpace:
-        return self._action_space
-
-    @property
-    def observation_shape(self) -> Tuple[int, ...]:
-        return self._observation_shape
-
-    @property
-    def max_episode_steps(self) -> int:
-        return self._max_episode_steps
+        return self.flat_observation(jnp.concatenate(view_parts), step_count, action_mask)
 
 
 def _fields(observation: Any) -> dict:

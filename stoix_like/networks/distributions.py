@@ -16,14 +16,13 @@ import jax
 import jax.numpy as jnp
 
 from stoix_like.ops.losses import tanh_gaussian_log_prob
-
-# A large finite negative logit: -inf would make 0 * log(0) terms NaN in the entropy.
-MASKED_LOGIT = -1e9
+from stoix_like.ops.masking import mask_illegal
 
 
 class MaskedCategorical:
     def __init__(self, logits: jax.Array, action_mask: jax.Array):
-        self.logits = jnp.where(action_mask, logits, MASKED_LOGIT)
+        # a finite fill (not -inf): 0 * log(0) terms of the entropy would be NaN
+        self.logits = mask_illegal(logits, action_mask)
         self._dist = distrax.Categorical(logits=self.logits)
 
     def sample(self, seed: jax.Array) -> jax.Array:

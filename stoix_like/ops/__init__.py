@@ -1,5 +1,7 @@
 """Pure, batched, chex-checked RL math in the style of rlax.
 
-`returns` holds time-major return estimators (GAE, lambda-returns, n-step returns); `losses` holds the
-per-example and scalar losses that systems combine. Nothing here reads a config or keeps state.
+`returns` holds time-major return estimators (GAE, lambda-returns; replay collapses n-step sequences itself,
+stoix_like.replay.n_step_transition); `losses` holds the per-example and scalar losses that systems combine;
+`masking` the illegal-action max, argmax and fill value; `indexing` the value of the action taken.
+Nothing here reads a config or keeps state.
 """

@@ -18,11 +18,9 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from stoix_like.ops.indexing import taken_action_values
+from stoix_like.ops.masking import mask_illegal, masked_argmax, masked_max
 from stoix_like.types import Array, Numeric
-
-# Finite rather than -inf so that 0 * (masked entry) stays 0 and a division by a temperature cannot overflow.
-_ILLEGAL_ACTION_VALUE = -1e9
-
 
 # ----------------------------------------------------------------------------------------------------
 # Elementwise helpers
@@ -44,27 +42,22 @@ def l2_loss(x: Array) -> Array:
     return 0.5 * jnp.square(x)
 
 
-def _mask_illegal(values: Array, action_mask: Array) -> Array:
-    """Replaces illegal entries of `[B, A]` values by a large negative number."""
-    return jnp.where(action_mask, values, jnp.asarray(_ILLEGAL_ACTION_VALUE, values.dtype))
-
-
-def _select_action(values: Array, actions: Array) -> Array:
-    """values `[B, A, ...]`, actions `[B]` int -> `[B, ...]` (values[b, actions[b]])."""
-    return jax.vmap(lambda row, action: row[action])(values, actions)
-
-
-def _masked_argmax(q_values: Array, action_mask: Array) -> Array:
-    """q_values `[B, A]`, action_mask `[B, A]` bool -> `[B]` int32 greedy legal action."""
-    return jnp.argmax(_mask_illegal(q_values, action_mask), axis=-1).astype(jnp.int32)
-
-
 def _check_transition(a_tm1: Array, r_t: Array, discount_t: Array, batch_reference: Array) -> None:
     chex.assert_rank([a_tm1, r_t, discount_t], 1)
     chex.assert_type(a_tm1, int)
     chex.assert_type([r_t, discount_t], float)
     chex.assert_equal_shape([a_tm1, r_t, discount_t])
     chex.assert_equal_shape_prefix([batch_reference, r_t], 1)
+
+
+def _check_q_learning_inputs(q_values: list, action_masks: list, a_tm1: Array, r_t: Array, discount_t: Array
+                             ) -> None:
+    """Every Q array (float) and action mask (bool) is `[B, A]`; actions, rewards and discounts are `[B]`."""
+    chex.assert_rank(q_values + action_masks, 2)
+    chex.assert_equal_shape(q_values + action_masks)
+    chex.assert_type(q_values, float)
+    chex.assert_type(action_masks, bool)
+    _check_transition(a_tm1, r_t, discount_t, q_values[0])
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -144,14 +137,10 @@ def q_learning_td_error(
     Returns:
       `[B]` td = r_t + discount_t * max_{a legal} q_t[a] - q_tm1[a_tm1].
     """
-    chex.assert_rank([q_tm1, q_t, action_mask_t], 2)
-    chex.assert_equal_shape([q_tm1, q_t, action_mask_t])
-    chex.assert_type([q_tm1, q_t], float)
-    chex.assert_type(action_mask_t, bool)
-    _check_transition(a_tm1, r_t, discount_t, q_tm1)
-    greedy_value = jnp.max(_mask_illegal(q_t, action_mask_t), axis=-1)
+    _check_q_learning_inputs([q_tm1, q_t], [action_mask_t], a_tm1, r_t, discount_t)
+    greedy_value = masked_max(q_t, action_mask_t)
     target = jax.lax.stop_gradient(r_t + discount_t * greedy_value)
-    return target - _select_action(q_tm1, a_tm1)
+    return target - taken_action_values(q_tm1, a_tm1)
 
 
 def double_q_learning_td_error(
@@ -165,55 +154,17 @@ def double_q_learning_td_error(
 ) -> Array:
     """Double Q-learning TD error: one network picks the action, the other values it.
 
-    Args:
-      q_tm1: `[B, A]` Q(s_tm1, .) (differentiated).
-      a_tm1: `[B]` int actions taken at s_tm1.
-      r_t: `[B]` rewards.
-      discount_t: `[B]` gamma * (1 - terminated).
+    Args (q_tm1, a_tm1, r_t, discount_t and action_mask_t as in `q_learning_td_error`):
       q_t_value: `[B, A]` Q values at s_t used to evaluate the chosen action (usually the target network).
       q_t_selector: `[B, A]` Q values at s_t used to choose the action (usually the online network).
-      action_mask_t: `[B, A]` bool, legal actions at s_t.
 
     Returns:
       `[B]` td = r_t + discount_t * q_t_value[argmax_{a legal} q_t_selector[a]] - q_tm1[a_tm1].
     """
-    chex.assert_rank([q_tm1, q_t_value, q_t_selector, action_mask_t], 2)
-    chex.assert_equal_shape([q_tm1, q_t_value, q_t_selector, action_mask_t])
-    chex.assert_type([q_tm1, q_t_value, q_t_selector], float)
-    chex.assert_type(action_mask_t, bool)
-    _check_transition(a_tm1, r_t, discount_t, q_tm1)
-    greedy_action = _masked_argmax(q_t_selector, action_mask_t)
-    target = jax.lax.stop_gradient(r_t + discount_t * _select_action(q_t_value, greedy_action))
-    return target - _select_action(q_tm1, a_tm1)
-
-
-def regularised_q_loss(
-    q_tm1: Array,
-    a_tm1: Array,
-    r_t: Array,
-    discount_t: Array,
-    q_t: Array,
-    action_mask_t: Array,
-    regularisation_weight: Numeric,
-    huber_param: float = 0.0,
-) -> Array:
-    """DQN-Reg loss: the DQN TD loss plus a penalty on the value of the taken action.
-
-    The penalty pushes Q(s, a) down wherever it is not supported by the TD target, which counters the
-    over-estimation of plain DQN.
-
-    Args:
-      q_tm1, a_tm1, r_t, discount_t, q_t, action_mask_t: as in `q_learning_td_error`.
-      regularisation_weight: scalar weight of the penalty.
-      huber_param: static Python float; 0 uses 0.5 * td^2, > 0 uses `huber_loss(td, huber_param)`.
-
-    Returns:
-      `[B]` per-example loss  0.5 * td^2 (or Huber) + regularisation_weight * q_tm1[a_tm1];
-      its mean is the DQN-Reg objective.
-    """
-    td_error = q_learning_td_error(q_tm1, a_tm1, r_t, discount_t, q_t, action_mask_t)
-    td_loss = huber_loss(td_error, huber_param) if huber_param > 0.0 else l2_loss(td_error)
-    return td_loss + regularisation_weight * _select_action(q_tm1, a_tm1)
+    _check_q_learning_inputs([q_tm1, q_t_value, q_t_selector], [action_mask_t], a_tm1, r_t, discount_t)
+    greedy_action = masked_argmax(q_t_selector, action_mask_t)
+    target = jax.lax.stop_gradient(r_t + discount_t * taken_action_values(q_t_value, greedy_action))
+    return target - taken_action_values(q_tm1, a_tm1)
 
 
 def munchausen_q_target(
@@ -253,22 +204,18 @@ def munchausen_q_target(
     """
     if action_mask_tm1 is None:
         action_mask_tm1 = jnp.ones(q_tm1_target.shape, dtype=bool)
-    chex.assert_rank([q_t_target, q_tm1_target, action_mask_t, action_mask_tm1], 2)
-    chex.assert_equal_shape([q_t_target, q_tm1_target, action_mask_t, action_mask_tm1])
-    chex.assert_type([q_t_target, q_tm1_target], float)
-    chex.assert_type([action_mask_t, action_mask_tm1], bool)
-    _check_transition(a_tm1, r_t, discount_t, q_t_target)
+    _check_q_learning_inputs([q_t_target, q_tm1_target], [action_mask_t, action_mask_tm1], a_tm1, r_t, discount_t)
 
     def scaled_log_policy(q_values: Array, action_mask: Array) -> Array:
         """tau * log softmax(q / tau) over legal actions; illegal entries are zeroed."""
-        log_policy = jax.nn.log_softmax(_mask_illegal(q_values, action_mask) / entropy_temperature, axis=-1)
+        log_policy = jax.nn.log_softmax(mask_illegal(q_values, action_mask) / entropy_temperature, axis=-1)
         return jnp.where(action_mask, entropy_temperature * log_policy, 0.0)
 
     scaled_log_policy_tm1 = scaled_log_policy(q_tm1_target, action_mask_tm1)
-    munchausen_bonus = jnp.clip(_select_action(scaled_log_policy_tm1, a_tm1), clip_value_min, 0.0)
+    munchausen_bonus = jnp.clip(taken_action_values(scaled_log_policy_tm1, a_tm1), clip_value_min, 0.0)
 
     scaled_log_policy_t = scaled_log_policy(q_t_target, action_mask_t)
-    policy_t = jax.nn.softmax(_mask_illegal(q_t_target, action_mask_t) / entropy_temperature, axis=-1)
+    policy_t = jax.nn.softmax(mask_illegal(q_t_target, action_mask_t) / entropy_temperature, axis=-1)
     policy_t = jnp.where(action_mask_t, policy_t, 0.0)
     soft_value_t = jnp.sum(policy_t * (q_t_target - scaled_log_policy_t), axis=-1)
 
@@ -360,13 +307,13 @@ def categorical_q_learning_loss(
     chex.assert_type(action_mask_t, bool)
     _check_transition(a_tm1, r_t, discount_t, logits_tm1)
 
-    next_action = _masked_argmax(q_t_selector, action_mask_t)
-    target_probs_unprojected = jax.nn.softmax(_select_action(logits_t_target, next_action), axis=-1)
+    next_action = masked_argmax(q_t_selector, action_mask_t)
+    target_probs_unprojected = jax.nn.softmax(taken_action_values(logits_t_target, next_action), axis=-1)
     target_support = r_t[:, None] + discount_t[:, None] * atoms[None, :]
     target_probs = jax.lax.stop_gradient(
         categorical_l2_project(target_support, target_probs_unprojected, atoms)
     )
-    log_probs_tm1 = jax.nn.log_softmax(_select_action(logits_tm1, a_tm1), axis=-1)
+    log_probs_tm1 = jax.nn.log_softmax(taken_action_values(logits_tm1, a_tm1), axis=-1)
     return -jnp.sum(target_probs * log_probs_tm1, axis=-1)
 
 
@@ -427,15 +374,10 @@ def quantile_q_learning_loss(
     a* = argmax over legal actions of `q_t_selector` (usually the mean over quantiles of the target
     network's, or the online network's for a double-Q variant).
 
-    Args:
+    Args (a_tm1, r_t, discount_t, q_t_selector and action_mask_t as in `categorical_q_learning_loss`):
       quantiles_tm1: `[B, A, N]` online quantiles at s_tm1 (differentiated).
       taus: `[N]` quantile midpoints.
-      a_tm1: `[B]` int actions taken at s_tm1.
-      r_t: `[B]` rewards.
-      discount_t: `[B]` gamma * (1 - terminated).
       quantiles_t_target: `[B, A, N]` target-network quantiles at s_t.
-      q_t_selector: `[B, A]` Q values used to choose the next action.
-      action_mask_t: `[B, A]` bool, legal actions at s_t.
       huber_param: static Python float >= 0 (see `quantile_huber_loss`).
 
     Returns:
@@ -450,9 +392,9 @@ def quantile_q_learning_loss(
     chex.assert_type(action_mask_t, bool)
     _check_transition(a_tm1, r_t, discount_t, quantiles_tm1)
 
-    next_action = _masked_argmax(q_t_selector, action_mask_t)
-    target = r_t[:, None] + discount_t[:, None] * _select_action(quantiles_t_target, next_action)
-    return quantile_huber_loss(_select_action(quantiles_tm1, a_tm1), taus, target, huber_param)
+    next_action = masked_argmax(q_t_selector, action_mask_t)
+    target = r_t[:, None] + discount_t[:, None] * taken_action_values(quantiles_t_target, next_action)
+    return quantile_huber_loss(taken_action_values(quantiles_tm1, a_tm1), taus, target, huber_param)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -15,8 +15,6 @@ Two flags describe an ending, and they play different roles:
 
 from __future__ import annotations
 
-from typing import Optional
-
 import chex
 import jax
 import jax.numpy as jnp
@@ -141,74 +139,3 @@ def lambda_returns(
         reverse=True,
     )
     return jax.lax.stop_gradient(returns)
-
-
-def n_step_bootstrapped_returns(
-    rewards: Array,
-    discounts: Array,
-    bootstrap_values: Array,
-    n: int,
-    continuations: Optional[Array] = None,
-) -> Array:
-    """n-step bootstrapped returns, cut at episode ends and at the end of the sequence.
-
-    Shapes: all arrays are time-major `(T, ...)` with identical shapes (typically `(T, B)`).
-
-    Args:
-      rewards: r_t, reward for the transition at step t.
-      discounts: gamma * (1 - terminated_t); zero where the episode truly terminated at step t.
-      bootstrap_values: value of the true (pre-reset) successor of step t (e.g. V(s'_t) or
-        max_a Q_target(s'_t, a)). Row t is used when the n-step window starting somewhere ends at t.
-      n: the (static, Python int >= 1) number of steps.
-      continuations: optional; 0 where the episode ended at step t for any reason, so the window also
-        stops there on a truncation (where the discount is not zero). Defaults to all ones, which is
-        exact whenever episodes end only by termination, because a zero discount already removes
-        everything after it.
-
-    For each t let m be the window length: the smallest of n, T - t, and (k + 1) for the first k >= 0
-    with continuations_{t+k} == 0. Then
-      G_t = sum_{k=0}^{m-1} (prod_{j=0}^{k-1} discounts_{t+j}) * r_{t+k}
-            + (prod_{j=0}^{m-1} discounts_{t+j}) * bootstrap_values_{t+m-1}.
-    A zero discount (termination) at t+k zeroes the product, so later rewards and the bootstrap vanish.
-    n = 1 gives r_t + discounts_t * bootstrap_values_t.
-
-    Returns:
-      `(T, ...)` returns, wrapped in `stop_gradient`.
-    """
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a Python int >= 1, got {n!r}")
-    if continuations is None:
-        continuations = jnp.ones_like(rewards)
-    chex.assert_rank([rewards, discounts, bootstrap_values, continuations], rewards.ndim)
-    chex.assert_axis_dimension_gt(rewards, 0, 0)
-    chex.assert_equal_shape([rewards, discounts, bootstrap_values, continuations])
-    chex.assert_type([rewards, discounts, bootstrap_values], float)
-
-    continuing = _as_float(continuations, rewards)
-    num_steps = rewards.shape[0]
-    time_index = jnp.arange(num_steps).reshape((num_steps,) + (1,) * (rewards.ndim - 1))
-
-    def shifted(x: Array, k: int) -> Array:
-        """Row t holds x[t + k] (zero past the end; those rows are never used)."""
-        padding = [(0, k)] + [(0, 0)] * (x.ndim - 1)
-        return jnp.pad(x, padding)[k : k + num_steps]
-
-    n_step_return = jnp.zeros_like(rewards)
-    discount_so_far = jnp.ones_like(rewards)
-    still_open = jnp.ones_like(rewards)  # 1 while the window starting at t has not closed yet
-    for k in range(min(n, num_steps)):
-        reward_k = shifted(rewards, k)
-        discount_k = shifted(discounts, k)
-        bootstrap_k = shifted(bootstrap_values, k)
-        continues_k = shifted(continuing, k)
-
-        n_step_return = n_step_return + still_open * discount_so_far * reward_k
-        discount_so_far = discount_so_far * discount_k
-        is_last_row = (time_index + k == num_steps - 1).astype(rewards.dtype)
-        window_closes = still_open * jnp.maximum(
-            jnp.maximum(1.0 - continues_k, is_last_row),
-            jnp.asarray(float(k == n - 1), rewards.dtype),
-        )
-        n_step_return = n_step_return + window_closes * discount_so_far * bootstrap_k
-        still_open = still_open - window_closes
-    return jax.lax.stop_gradient(n_step_return)

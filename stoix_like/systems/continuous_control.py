@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from stoix_like import compilation_cache
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import ContinuousActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
@@ -35,32 +36,40 @@ def require_continuous_actions(env: Environment, config: Any, algorithm: str) ->
 
 
 class CriticEnsemble(NamedTuple):
-    init: Callable  # (key, observation, action) -> parameters stacked on a leading critic axis
-    apply: Callable  # (params, observation, action) -> every output with a leading critic axis
+    """`num_critics` independently initialised copies of `critic`, evaluated together."""
+
+    critic: nn.Module
+    num_critics: int
+
+    def init(self, key: jax.Array, observation: Observation, action: jax.Array) -> Any:
+        """Parameters stacked on a leading critic axis."""
+        keys = jax.random.split(key, self.num_critics)
+        return jax.vmap(self.critic.init, in_axes=(0, None, None))(keys, observation, action)
+
+    def apply(self, params: Any, observation: Observation, action: jax.Array) -> Any:
+        """Every output with a leading critic axis."""
+        return jax.vmap(self.critic.apply, in_axes=(0, None, None))(params, observation, action)
 
 
 def critic_ensemble(critic: nn.Module, num_critics: int) -> CriticEnsemble:
-    """`num_critics` independently initialised copies of `critic`, evaluated together."""
     if num_critics < 1:
         raise ConfigError(f"system.num_critics={num_critics} must be at least 1.")
-
-    def init(key: jax.Array, observation: Observation, action: jax.Array):
-        return jax.vmap(critic.init, in_axes=(0, None, None))(jax.random.split(key, num_critics), observation, action)
-
-    return CriticEnsemble(init=init, apply=jax.vmap(critic.apply, in_axes=(0, None, None)))
+    return CriticEnsemble(critic, num_critics)
 
 
 def init_actor_and_critics(actor: nn.Module, critics: CriticEnsemble, env: Environment, key: jax.Array
                            ) -> Tuple[Any, Any]:
-    """Initial parameters of the actor and of every critic, from shapes only and in one compiled call."""
-    observation = example_observation(env)
-    action = jnp.zeros((1, env.action_space.action_dim), jnp.float32)
+    """Initial parameters of the actor and of every critic, from shapes only and in one compiled call (compiled
+    once per process for these networks: every seed of a population reuses it)."""
 
-    def init(key: jax.Array):
+    def init(key: jax.Array, observation: Observation, action: jax.Array) -> Tuple[Any, Any]:
         actor_key, critic_key = jax.random.split(key)
         return actor.init(actor_key, observation), critics.init(critic_key, observation, action)
 
-    return jax.jit(init)(key)
+    action_space = env.action_space
+    assert isinstance(action_space, ContinuousActionSpace), "learner_setup calls require_continuous_actions first"
+    jitted = compilation_cache.jit_once(("actor_and_critics_init", repr(actor), repr(critics)), init)
+    return jitted(key, example_observation(env), jnp.zeros((1, action_space.action_dim), jnp.float32))
 
 
 def optimizer(learning_rate: float, config: Any, budget: Budget) -> optax.GradientTransformation:

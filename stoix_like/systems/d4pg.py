@@ -18,6 +18,8 @@ from stoix_like.envs.environment import Environment
 from stoix_like.ops import losses
 from stoix_like.replay import Transition
 from stoix_like.systems import deterministic_policy_gradient as dpg
+from stoix_like.system_contract import SystemSetup
+from stoix_like.systems.off_policy import LearnFromBatch
 from stoix_like.types import ActorCriticUpdateFns
 
 
@@ -26,7 +28,8 @@ def expected_value(logits: jax.Array, atoms: jax.Array) -> jax.Array:
     return jnp.sum(jax.nn.softmax(logits, axis=-1) * atoms, axis=-1)
 
 
-def get_learner_fn(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns, config: Any):
+def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
+                         config: Any) -> LearnFromBatch:
     # critic_apply is an ensemble of one critic: it returns (logits [1, B, N], atoms [1, N])
 
     def critic_loss(critic_params, target_critic_params, batch: Transition, next_action, weights):
@@ -44,8 +47,9 @@ def get_learner_fn(actor_apply: Callable, critic_apply: Callable, update_fns: Ac
     return dpg.make_learn_from_batch(actor_apply, critic_loss, policy_value, update_fns, config.system)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
-    return dpg.learner_setup(env, key, config, budget, get_learner_fn=get_learner_fn, num_critics=1, algorithm="D4PG")
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
+    return dpg.learner_setup(env, key, config, budget, get_learn_from_batch=get_learn_from_batch, num_critics=1,
+                             algorithm="D4PG")
 
 
 def run_experiment(config: Any) -> float:

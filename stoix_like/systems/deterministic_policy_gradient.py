@@ -20,18 +20,19 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-from stoix_like import experiment, parallel, targets
+from stoix_like import parallel, targets
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.evaluator import actor_policy
 from stoix_like.exploration import perturb_action
 from stoix_like.networks.factory import build_actor, build_state_action_critic
 from stoix_like.replay import Transition
+from stoix_like.system_contract import SystemSetup
 from stoix_like.systems import continuous_control, off_policy
 from stoix_like.types import ActorCriticOptStates, ActorCriticParams, ActorCriticUpdateFns, OnlineAndTarget
 
-# get_learner_fn(actor_apply, critic_apply, update_fns, config) -> learn_from_batch, as each system defines it
-GetLearnerFn = Callable[[Callable, Callable, ActorCriticUpdateFns, Any], Callable]
+# get_learn_from_batch(actor_apply, critic_apply, update_fns, config) -> learn_from_batch, as each system defines it
+GetLearnFromBatch = Callable[[Callable, Callable, ActorCriticUpdateFns, Any], off_policy.LearnFromBatch]
 
 
 def make_act(actor_apply: Callable, system: Any, warmup_steps: int):
@@ -49,7 +50,7 @@ def make_act(actor_apply: Callable, system: Any, warmup_steps: int):
 
 
 def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_value: Callable,
-                          update_fns: ActorCriticUpdateFns, system: Any):
+                          update_fns: ActorCriticUpdateFns, system: Any) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: a critic step, then (every `policy_frequency` steps) an actor step
     on the updated critic and a Polyak step of both targets."""
     tau = float(system.tau)
@@ -92,13 +93,14 @@ def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_v
             targets.update_target(critic, params.critic.target, update_count + 1, tau, 1), params.critic.target)
 
         params = ActorCriticParams(OnlineAndTarget(actor, actor_target), OnlineAndTarget(critic, critic_target))
-        return params, ActorCriticOptStates(actor_opt, critic_opt), {**metrics, "actor_loss": policy_loss}, priorities
+        return off_policy.BatchUpdate(params, ActorCriticOptStates(actor_opt, critic_opt),
+                                      {**metrics, "actor_loss": policy_loss}, priorities)
 
     return learn_from_batch
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, get_learner_fn: GetLearnerFn,
-                  num_critics: int, algorithm: str) -> experiment.SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *,
+                  get_learn_from_batch: GetLearnFromBatch, num_critics: int, algorithm: str) -> SystemSetup:
     system = config.system
     action_space = continuous_control.require_continuous_actions(env, config, algorithm)
     actor = build_actor(config.network, action_space)
@@ -117,7 +119,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         params=params,
         opt_states=ActorCriticOptStates(actor_optimizer.init(actor_params), critic_optimizer.init(critic_params)),
         act=make_act(actor.apply, system, budget.warmup_steps),
-        learn_from_batch=get_learner_fn(actor.apply, critics.apply, update_fns, config),
+        learn_from_batch=get_learn_from_batch(actor.apply, critics.apply, update_fns, config),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),  # mode == sample here
         eval_params=lambda slot: (slot.params.actor.online, slot.obs_norm),
         prioritised=bool(system.get("prioritised_replay", False)),

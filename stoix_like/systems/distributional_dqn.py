@@ -20,6 +20,7 @@ from stoix_like.envs.environment import Environment
 from stoix_like.errors import ConfigError
 from stoix_like.ops import losses
 from stoix_like.replay import Transition
+from stoix_like.system_contract import SystemSetup
 from stoix_like.systems import value_based
 
 # how the next action is chosen: fn(online, target, batch, target_output_t) -> Q-values [B, A]
@@ -69,7 +70,7 @@ DISTRIBUTIONS: Dict[str, Distribution] = {
 }
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
     system = config.system
     if system.distribution not in DISTRIBUTIONS:
         raise ConfigError(f"system.distribution={system.distribution!r} is unknown; "

@@ -19,9 +19,10 @@ from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.errors import ConfigError
 from stoix_like.ops import losses
+from stoix_like.ops.indexing import taken_action_values
 from stoix_like.replay import Transition
+from stoix_like.system_contract import SystemSetup
 from stoix_like.systems import value_based
-from stoix_like.systems.value_based import taken
 
 
 def _q_learning(q_tm1, online, target, batch: Transition, system) -> jax.Array:
@@ -43,7 +44,7 @@ def _munchausen(q_tm1, online, target, batch: Transition, system) -> jax.Array:
         munchausen_coefficient=float(system.munchausen_coefficient),
         clip_value_min=float(system.munchausen_clip_value_min),
         action_mask_t=batch.next_observation.action_mask, action_mask_tm1=batch.observation.action_mask)
-    return munchausen_target - taken(q_tm1, batch.action)
+    return munchausen_target - taken_action_values(q_tm1, batch.action)
 
 
 # td_target name -> fn(q_tm1, online, target, batch, system_config) -> td errors [B]; q_tm1 = online(obs_tm1)
@@ -68,7 +69,7 @@ def scalar_q_loss(system: Any) -> value_based.QLoss:
         per_example = losses.huber_loss(td, huber) if huber > 0 else losses.l2_loss(td)
         metrics = {"q_loss": jnp.mean(per_example)}
         if regularisation_weight:
-            q_taken = taken(q_tm1, batch.action)
+            q_taken = taken_action_values(q_tm1, batch.action)
             per_example = per_example + regularisation_weight * q_taken
             metrics["q_taken"] = jnp.mean(q_taken)
         return per_example, jnp.abs(td), metrics
@@ -76,7 +77,7 @@ def scalar_q_loss(system: Any) -> value_based.QLoss:
     return q_loss
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
     system = config.system
     if system.td_target not in TD_ERRORS:
         raise ConfigError(f"system.td_target={system.td_target!r} is unknown; choose one of {sorted(TD_ERRORS)}.")

@@ -1,42 +1,58 @@
 """The off-policy skeleton every replay-based system shares.
 
 One update: act for `rollout_length` steps into the replay buffer → `epochs` gradient steps, each on a
-sampled batch of n-step transitions. An algorithm supplies only how to act and how to learn from a batch:
+sampled batch of n-step transitions. An algorithm supplies only how to act (`ActFn`) and how to learn from a
+batch (`LearnFromBatch`); `get_learner_fn` builds the learner from them.
 
-    act(params, observation, key, global_env_steps) -> (stored_action, env_action)      (batched over envs)
-    learn_from_batch(params, opt_states, batch, weights, key, update_count)
-        -> (params, opt_states, metrics, priorities)                                    (priorities: [B])
-
-Warm-up steps fill the buffer before learning; they count in the step budget.
+Warm-up steps (`get_warmup_fn`) fill the buffer before learning; they count in the step budget.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Dict, NamedTuple, Protocol, Tuple
 
 import jax
 import jax.numpy as jnp
 
-from stoix_like import experiment, normalization, parallel, replay
+from stoix_like import normalization, parallel, replay
 from stoix_like.budget import Budget
-from stoix_like.envs.environment import Environment
+from stoix_like.envs.environment import Environment, example_timestep
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import EvalPolicy
-from stoix_like.types import OffPolicyLearnerState
+from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
+from stoix_like.types import Observation, OffPolicyLearnerState
 
-ActFn = Callable[[Any, Any, jax.Array, jax.Array], tuple]
-LearnFn = Callable[..., tuple]
+# act(params, normalised observation [num_envs, ...], key, global_env_steps) -> (stored_action, env_action)
+ActFn = Callable[[Any, Observation, jax.Array, jax.Array], Tuple[jax.Array, jax.Array]]
 
 
-def get_learner_fn(env: VmapWrapper, buffer, act: ActFn, learn_from_batch: LearnFn, config: Any, budget: Budget,
-                   prioritised: bool = False):
-    """Returns `(learner_fn, warmup_fn)`, both per device (vmapped over the update batch)."""
+class BatchUpdate(NamedTuple):
+    """What one gradient step on a sampled batch gives back."""
+
+    params: Any
+    opt_states: Any
+    metrics: Dict[str, jax.Array]
+    priorities: jax.Array  # [B]: the new replay priorities of the sampled transitions (unused without PER)
+
+
+class LearnFromBatch(Protocol):
+    """One gradient step (and target update) on a batch of n-step transitions, importance-weighted by `weights`."""
+
+    def __call__(self, params: Any, opt_states: Any, batch: replay.Transition, weights: jax.Array, key: jax.Array,
+                 update_count: jax.Array, /) -> BatchUpdate: ...
+
+
+RolloutFn = Callable[[OffPolicyLearnerState, int], Tuple[OffPolicyLearnerState, Dict[str, jax.Array]]]
+
+
+def make_rollout(env: VmapWrapper, buffer: Any, act: ActFn, config: Any, budget: Budget) -> RolloutFn:
+    """`rollout(state, length)`: act `length` steps into the buffer, then move the observation statistics;
+    returns the state and the steps' episode metrics."""
     system = config.system
     slots = budget.n_devices * budget.update_batch_size
-    gamma = float(system.gamma)
 
-    def rollout(state: OffPolicyLearnerState, length: int):
+    def rollout(state: OffPolicyLearnerState, length: int) -> Tuple[OffPolicyLearnerState, Dict[str, jax.Array]]:
         def env_step(state: OffPolicyLearnerState, _: None):
             key, act_key = jax.random.split(state.key)
             observation = state.timestep.observation
@@ -62,6 +78,16 @@ def get_learner_fn(env: VmapWrapper, buffer, act: ActFn, learn_from_batch: Learn
             obs_norm = normalization.update(obs_norm, traj.observation.agent_view)
         return state._replace(buffer_state=buffer_state, obs_norm=obs_norm), episode_metrics
 
+    return rollout
+
+
+def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: LearnFromBatch, config: Any,
+                   budget: Budget, prioritised: bool = False) -> Learner:
+    """The learner, per device (vmapped over the update batch)."""
+    system = config.system
+    gamma = float(system.gamma)
+    rollout = make_rollout(env, buffer, act, config, budget)
+
     def learn_step(state: OffPolicyLearnerState, _: None):
         key, sample_key, learn_key = jax.random.split(state.key, 3)
         sample = buffer.sample(state.buffer_state, sample_key)
@@ -77,31 +103,37 @@ def get_learner_fn(env: VmapWrapper, buffer, act: ActFn, learn_from_batch: Learn
             weights = weights / jnp.max(weights)
         else:
             weights = jnp.ones_like(batch.reward)
-        params, opt_states, metrics, priorities = learn_from_batch(
-            state.params, state.opt_states, batch, weights, learn_key, state.update_count)
+        update = learn_from_batch(state.params, state.opt_states, batch, weights, learn_key, state.update_count)
         if prioritised:
-            buffer_state = buffer.set_priorities(buffer_state, sample.indices, priorities + 1e-6)
-        state = state._replace(params=params, opt_states=opt_states, buffer_state=buffer_state, key=key,
-                               update_count=state.update_count + 1)
-        return state, metrics
+            buffer_state = buffer.set_priorities(buffer_state, sample.indices, update.priorities + 1e-6)
+        state = state._replace(params=update.params, opt_states=update.opt_states, buffer_state=buffer_state,
+                               key=key, update_count=state.update_count + 1)
+        return state, update.metrics
 
-    def update_step(state: OffPolicyLearnerState):
+    def update_step(state: OffPolicyLearnerState) -> Tuple[OffPolicyLearnerState, LearnerOutput]:
         state, episode_metrics = rollout(state, budget.rollout_length)
         state, metrics = jax.lax.scan(learn_step, state, None, length=int(system.epochs))
         train_metrics = jax.tree_util.tree_map(jnp.mean, metrics)
-        return state, {"episode_metrics": episode_metrics, "train_metrics": train_metrics}
+        return state, LearnerOutput(episode_metrics=episode_metrics, train_metrics=train_metrics)
 
-    def warmup_step(state: OffPolicyLearnerState):
+    return parallel.scan_updates(update_step, budget.updates_per_evaluation)
+
+
+def get_warmup_fn(env: VmapWrapper, buffer: Any, act: ActFn, config: Any, budget: Budget) -> Callable:
+    """`warmup(state) -> (state, ())`, per device: one rollout of `warmup_rollout_length` steps, no learning."""
+    rollout = make_rollout(env, buffer, act, config, budget)
+
+    def warmup_step(state: OffPolicyLearnerState) -> Tuple[OffPolicyLearnerState, Tuple[()]]:
         state, _ = rollout(state, budget.warmup_rollout_length)
         return state, ()
 
-    return parallel.scan_updates(update_step, budget.updates_per_evaluation), parallel.scan_updates(warmup_step, 1)
+    return parallel.scan_updates(warmup_step, 1)
 
 
 def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, params: Any, opt_states: Any,
-                  act: ActFn, learn_from_batch: LearnFn, eval_policy: EvalPolicy,
+                  act: ActFn, learn_from_batch: LearnFromBatch, eval_policy: EvalPolicy,
                   eval_params: Callable[[OffPolicyLearnerState], Any], prioritised: bool = False
-                  ) -> experiment.SystemSetup:
+                  ) -> SystemSetup:
     """Everything but the algorithm: buffer, env states, replication, warm-up."""
     system = config.system
     if int(system.epochs) < 1:
@@ -115,7 +147,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
     # one example transition (no batch axes) tells the buffer what it stores; traced for its shapes only,
     # since running the env and the network eagerly would compile each of their ops one by one
     def example_transition() -> replay.Transition:
-        _, example = env.reset(jax.random.PRNGKey(0))
+        example = example_timestep(env)
         example_action, _ = act(params, jax.tree_util.tree_map(lambda x: x[None], example.observation),
                                 jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
         return replay.Transition(
@@ -126,7 +158,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
                                                       jax.eval_shape(example_transition)))
 
     obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
-    env_state, timestep = parallel.reset_envs_per_slot(batched_env, env_key, budget.update_batch_size, budget.num_envs)
+    env_state, timestep = parallel.reset_envs_per_slot(env, env_key, budget.update_batch_size, budget.num_envs)
     params, opt_states, obs_norm, buffer_state = parallel.broadcast_to_devices_and_batch(
         (params, opt_states, obs_norm, buffer_state), budget.update_batch_size)
     counter = parallel.broadcast_to_devices_and_batch(jnp.zeros((), jnp.int32), budget.update_batch_size)
@@ -135,11 +167,12 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
         env_state=env_state, timestep=timestep, obs_norm=obs_norm, env_steps=counter, update_count=counter,
     )
-    learner_fn, warmup_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritised)
     if budget.warmup_rollout_length:
+        warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
         learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
-    return experiment.SystemSetup(learner_fn=learner_fn, learner_state=learner_state, eval_policy=eval_policy,
-                                  eval_params=eval_params)
+    learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritised)
+    return SystemSetup(learner_fn=learner_fn, learner_state=learner_state, eval_policy=eval_policy,
+                       eval_params=eval_params)
 
 
 def replay_ratio_line(system: Any, budget: Budget) -> str:

@@ -1,33 +1,61 @@
-"""What on-policy systems share: a rollout of the current policy, and epochs of shuffled minibatches.
+"""What on-policy systems share: the initial state, a rollout of the current policy, epochs of shuffled minibatches.
 
-PPO and PQN differ in how they act and what they learn from a batch; how they collect the batch and sweep
-over it is the same, so it lives here once. Both helpers run inside the learner (one update-batch slot).
+PPO and PQN differ in how they act and what they learn from a batch; how they collect the batch, sweep over it
+and move the observation statistics is the same, so it lives here once. Every helper runs inside the learner (one
+update-batch slot).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Tuple
+import functools
+from typing import Any, Callable, Dict, Protocol, Tuple, TypeVar
 
 import jax
+import jax.numpy as jnp
 
-from stoix_like import normalization
+from stoix_like import normalization, parallel
+from stoix_like.budget import Budget
+from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.types import Observation, RolloutStep
+from stoix_like.experiment import check_divides
+from stoix_like.types import EnvState, Observation, PRNGKey, RolloutStep, TimeStep
 
 # act(params, normalised observation, key) -> (action to store, action for the env, per-step policy extras)
 ActFn = Callable[[Any, Observation, jax.Array], Tuple[jax.Array, jax.Array, Any]]
 # update_minibatch(carry, minibatch, key) -> (carry, metrics)
 MinibatchUpdateFn = Callable[[Any, Any, jax.Array], Tuple[Any, Any]]
 
+LearnerStateT = TypeVar("LearnerStateT", bound="OnPolicyState")
 
-def collect_rollout(env: VmapWrapper, act: ActFn, state: Any, rollout_length: int) -> Tuple[Any, RolloutStep]:
+
+class OnPolicyState(Protocol):
+    """The learner-state fields the helpers here read and replace (types.OnPolicyLearnerState, PQNLearnerState)."""
+
+    @property
+    def params(self) -> Any: ...  # acted with, then learnt
+    @property
+    def opt_states(self) -> Any: ...  # learn_from_rollout only
+    @property
+    def obs_norm(self) -> Any: ...  # normalises what the policy sees; moved after learning
+    @property
+    def key(self) -> PRNGKey: ...  # split once per env step and once per update
+    @property
+    def env_state(self) -> EnvState: ...  # stepped by collect_rollout, like timestep
+    @property
+    def timestep(self) -> TimeStep: ...
+    # the fields the helpers replace; a NamedTuple's _replace accepts these among its own
+    def _replace(self: LearnerStateT, *, params: Any = ..., opt_states: Any = ..., obs_norm: Any = ...,
+                 key: PRNGKey = ..., env_state: EnvState = ..., timestep: TimeStep = ...) -> LearnerStateT: ...
+
+
+def collect_rollout(env: VmapWrapper, act: ActFn, state: LearnerStateT, rollout_length: int
+                    ) -> Tuple[LearnerStateT, RolloutStep]:
     """Steps the batched env `rollout_length` times with the current params; returns a time-major trajectory.
 
-    `state` is any learner state with `params`, `obs_norm`, `key`, `env_state` and `timestep` fields; the
-    policy sees observations normalised with the rollout's statistics, the trajectory keeps them raw.
+    The policy sees observations normalised with the rollout's statistics; the trajectory keeps them raw.
     """
 
-    def env_step(state: Any, _: None) -> Tuple[Any, RolloutStep]:
+    def env_step(state: LearnerStateT, _: None) -> Tuple[LearnerStateT, RolloutStep]:
         key, policy_key = jax.random.split(state.key)
         observation = normalization.normalize(state.obs_norm, state.timestep.observation)
         action, env_action, policy_extras = act(state.params, observation, policy_key)
@@ -84,3 +112,55 @@ def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: Any, batch: A
 
     (carry, _), metrics = jax.lax.scan(update_epoch, (carry, key), None, length=num_epochs)
     return carry, metrics
+
+
+def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT, batch: Any,
+                       observations: Observation, system: Any) -> Tuple[LearnerStateT, Dict[str, jax.Array]]:
+    """`system.epochs` × `system.num_minibatches` updates of (params, opt_states) on `batch`, then the observation
+    statistics take in the rollout's `observations`.
+
+    The statistics move only after learning, so every quantity computed from the rollout before (log-probs,
+    targets) and the learning itself saw one normalisation. `update_minibatch`'s carry is
+    (params, opt_states, obs_norm). Returns the new state and the train metrics, averaged over the updates.
+    """
+    key, epoch_key = jax.random.split(state.key)
+    (params, opt_states, _), metrics = update_over_epochs(
+        update_minibatch, (state.params, state.opt_states, state.obs_norm), batch, epoch_key, system.epochs,
+        system.num_minibatches)
+    obs_norm = state.obs_norm
+    if system.normalize_observations:
+        obs_norm = normalization.update(obs_norm, observations.agent_view)
+    state = state._replace(params=params, opt_states=opt_states, key=key, obs_norm=obs_norm)
+    return state, jax.tree_util.tree_map(jnp.mean, metrics)
+
+
+def check_minibatches(system: Any, budget: Budget) -> None:
+    """A rollout must split into `system.num_minibatches` equal minibatches (else a ConfigError naming valid values)."""
+    check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
+                  "system.num_minibatches", int(system.num_minibatches))
+
+
+def optimizer_steps(system: Any, budget: Budget) -> int:
+    """Optimiser steps over the whole run, which learning-rate schedules decay over."""
+    return budget.num_updates * int(system.epochs) * int(system.num_minibatches)
+
+
+def initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, env_key: jax.Array,
+                          step_key: jax.Array, system: Any, budget: Budget, **learnt: Any) -> LearnerStateT:
+    """The state every (device, batch) slot starts from: the same `learnt` fields (params, optimiser states,
+    counters) and fresh observation statistics in every slot, with its own envs and key."""
+    return _initial_learner_state(state_type, env, bool(system.normalize_observations), budget.update_batch_size,
+                                  budget.num_envs, env_key, step_key, learnt)
+
+
+# One program, compiled once per process for each env and layout (the env is static, hashed by identity): done
+# eagerly, every distinct leaf shape would compile a small program of its own on the first seed's setup.
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, normalize_observations: bool,
+                           update_batch_size: int, num_envs: int, env_key: jax.Array, step_key: jax.Array,
+                           learnt: Dict[str, Any]) -> LearnerStateT:
+    obs_norm = normalization.init(env.observation_shape) if normalize_observations else ()
+    env_state, timestep = parallel.reset_envs_per_slot(env, env_key, update_batch_size, num_envs)
+    learnt, obs_norm = parallel.broadcast_to_devices_and_batch((learnt, obs_norm), update_batch_size)
+    return state_type(key=parallel.split_key_per_slot(step_key, update_batch_size), env_state=env_state,
+                      timestep=timestep, obs_norm=obs_norm, **learnt)

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from stoix_like import experiment, normalization, parallel
+from stoix_like.compilation_cache import jitted_init
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
@@ -20,6 +21,7 @@ from stoix_like.networks.factory import build_actor, build_critic
 from stoix_like.ops.losses import clipped_value_loss, ppo_clip_loss
 from stoix_like.ops.returns import truncated_gae
 from stoix_like.optim import make_optimizer
+from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems import on_policy
 from stoix_like.types import (
     ActorCriticApplyFns,
@@ -32,7 +34,7 @@ from stoix_like.types import (
 
 
 def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
-                   config: Any, budget: Budget):
+                   config: Any, budget: Budget) -> Learner:
     system = config.system
     actor_apply, critic_apply = apply_fns
     actor_update, critic_update = update_fns
@@ -92,29 +94,20 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
         )
         return (params, ActorCriticOptStates(actor_opt, critic_opt), obs_norm), metrics
 
-    def update_step(state: OnPolicyLearnerState):
+    def update_step(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, LearnerOutput]:
         state, traj = rollout(state)
         advantages, targets = truncated_gae(
             traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma, system.gae_lambda)
-        key, epoch_key = jax.random.split(state.key)
-        (params, opt_states, _), metrics = on_policy.update_over_epochs(
-            update_minibatch, (state.params, state.opt_states, state.obs_norm), (traj, advantages, targets),
-            epoch_key, system.epochs, system.num_minibatches)
-        # Statistics move only after learning, so log-probs above were computed under the rollout's statistics.
-        obs_norm = state.obs_norm
-        if system.normalize_observations:
-            obs_norm = normalization.update(obs_norm, traj.observation.agent_view)
-        state = state._replace(params=params, opt_states=opt_states, key=key, obs_norm=obs_norm)
-        train_metrics = jax.tree_util.tree_map(jnp.mean, metrics)
-        return state, {"episode_metrics": traj.episode_metrics, "train_metrics": train_metrics}
+        state, train_metrics = on_policy.learn_from_rollout(
+            update_minibatch, state, (traj, advantages, targets), traj.observation, system)
+        return state, LearnerOutput(episode_metrics=traj.episode_metrics, train_metrics=train_metrics)
 
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
     system = config.system
-    experiment.check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
-                             "system.num_minibatches", int(system.num_minibatches))
+    on_policy.check_minibatches(system, budget)
     actor = build_actor(config.network, env.action_space)
     critic = build_critic(config.network)
     batched_env = VmapWrapper(env)
@@ -122,28 +115,21 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
     key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
     observation = example_observation(env)
     # jitted: an eager flax init dispatches one tiny XLA program per layer operation
-    params = ActorCriticParams(jax.jit(actor.init)(actor_key, observation), jax.jit(critic.init)(critic_key, observation))
+    params = ActorCriticParams(jitted_init(actor)(actor_key, observation), jitted_init(critic)(critic_key, observation))
 
-    optimizer_steps = budget.num_updates * int(system.epochs) * int(system.num_minibatches)
+    optimizer_steps = on_policy.optimizer_steps(system, budget)
     actor_optimizer = make_optimizer(system.actor_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
     critic_optimizer = make_optimizer(system.critic_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
     opt_states = ActorCriticOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(params.critic))
-    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
-
-    env_state, timestep = parallel.reset_envs_per_slot(batched_env, env_key, budget.update_batch_size, budget.num_envs)
-    replicated = parallel.broadcast_to_devices_and_batch((params, opt_states, obs_norm), budget.update_batch_size)
-    learner_state = OnPolicyLearnerState(
-        params=replicated[0], opt_states=replicated[1], obs_norm=replicated[2],
-        key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
-        env_state=env_state, timestep=timestep,
-    )
+    learner_state = on_policy.initial_learner_state(OnPolicyLearnerState, env, env_key, step_key, system, budget,
+                                                    params=params, opt_states=opt_states)
     learner_fn = get_learner_fn(
         batched_env,
         ActorCriticApplyFns(actor.apply, critic.apply),
         ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update),
         config, budget,
     )
-    return experiment.SystemSetup(
+    return SystemSetup(
         learner_fn=learner_fn,
         learner_state=learner_state,
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),

@@ -14,27 +14,24 @@ import jax.numpy as jnp
 import optax
 
 from stoix_like import experiment, normalization, parallel
+from stoix_like.compilation_cache import jitted_init
 from stoix_like.budget import Budget
-from stoix_like.envs.environment import Environment
+from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.exploration import epsilon_greedy, linear_epsilon
 from stoix_like.networks.factory import build_q_network
+from stoix_like.ops.indexing import taken_action_values
 from stoix_like.ops.losses import l2_loss
+from stoix_like.ops.masking import masked_max
 from stoix_like.ops.returns import lambda_returns
 from stoix_like.optim import make_optimizer
+from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems import on_policy
 from stoix_like.systems.value_based import greedy_policy
 from stoix_like.types import Observation, PQNLearnerState, RolloutStep
 
 
-def best_legal_value(q_values: jax.Array, action_mask: jax.Array) -> jax.Array:
-    """max over legal actions, (..., A) -> (...). A state with no legal action (some suites' terminal states)
-    gets 0 rather than -inf: it is only ever bootstrapped from with discount 0, and 0 × -inf would be NaN."""
-    best = jnp.max(jnp.where(action_mask, q_values, -jnp.inf), axis=-1)
-    return jnp.where(jnp.any(action_mask, axis=-1), best, 0.0)
-
-
-def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, config: Any, budget: Budget):
+def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, config: Any, budget: Budget) -> Learner:
     system = config.system
     exploration_updates = int(float(system.exploration_fraction) * budget.num_updates)
 
@@ -52,7 +49,7 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
     def q_lambda_targets(q_params, obs_norm, traj: RolloutStep) -> jax.Array:
         # Q of every step's true successor in one (T × envs) batched pass, under the params that acted
         next_q_values = q_apply(q_params, normalization.normalize(obs_norm, traj.next_observation))
-        bootstrap_values = best_legal_value(next_q_values, traj.next_observation.action_mask)
+        bootstrap_values = masked_max(next_q_values, traj.next_observation.action_mask)
         return lambda_returns(
             rewards=system.reward_scale * traj.reward,
             discounts=system.gamma * traj.discount,  # 0 only on termination: truncations still bootstrap
@@ -63,7 +60,7 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
 
     def q_loss(q_params, obs_norm, observation: Observation, action: jax.Array, target: jax.Array):
         q_values = q_apply(q_params, normalization.normalize(obs_norm, observation))
-        taken_q = jnp.take_along_axis(q_values, action[:, None], axis=-1).squeeze(-1)
+        taken_q = taken_action_values(q_values, action)
         loss = jnp.mean(l2_loss(taken_q - target))
         return loss, {"q_loss": loss, "mean_q": jnp.mean(taken_q)}
 
@@ -75,47 +72,32 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
         updates, opt_state = q_update(grads, opt_state, q_params)
         return (optax.apply_updates(q_params, updates), opt_state, obs_norm), metrics
 
-    def update_step(state: PQNLearnerState):
+    def update_step(state: PQNLearnerState) -> Tuple[PQNLearnerState, LearnerOutput]:
         state, traj, epsilon = rollout(state)
         targets = q_lambda_targets(state.params, state.obs_norm, traj)
-        key, epoch_key = jax.random.split(state.key)
-        (params, opt_state, _), metrics = on_policy.update_over_epochs(
-            update_minibatch, (state.params, state.opt_states, state.obs_norm),
-            (traj.observation, traj.action, targets), epoch_key, system.epochs, system.num_minibatches)
-        # statistics move only after learning, so the targets above and the regression share one normalisation
-        obs_norm = state.obs_norm
-        if system.normalize_observations:
-            obs_norm = normalization.update(obs_norm, traj.observation.agent_view)
-        state = state._replace(params=params, opt_states=opt_state, key=key, obs_norm=obs_norm)
-        train_metrics = {**jax.tree_util.tree_map(jnp.mean, metrics), "epsilon": epsilon}
-        return state, {"episode_metrics": traj.episode_metrics, "train_metrics": train_metrics}
+        state, train_metrics = on_policy.learn_from_rollout(
+            update_minibatch, state, (traj.observation, traj.action, targets), traj.observation, system)
+        return state, LearnerOutput(episode_metrics=traj.episode_metrics,
+                                    train_metrics={**train_metrics, "epsilon": epsilon})
 
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
     system = config.system
-    experiment.check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
-                             "system.num_minibatches", int(system.num_minibatches))
+    on_policy.check_minibatches(system, budget)
     q_network = build_q_network(config.network, env.action_space)
     batched_env = VmapWrapper(env)
 
     key, q_key, env_key, step_key = jax.random.split(key, 4)
-    _, example = env.reset(jax.random.PRNGKey(0))
-    q_params = q_network.init(q_key, jax.tree_util.tree_map(lambda x: x[None], example.observation))
+    q_params = jitted_init(q_network)(q_key, example_observation(env))
 
-    optimizer_steps = budget.num_updates * int(system.epochs) * int(system.num_minibatches)
-    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
-    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
-
-    env_state, timestep = parallel.reset_envs_per_slot(batched_env, env_key, budget.update_batch_size, budget.num_envs)
-    params, opt_state, obs_norm, update_count = parallel.broadcast_to_devices_and_batch(
-        (q_params, optimizer.init(q_params), obs_norm, jnp.zeros((), jnp.int32)), budget.update_batch_size)
-    learner_state = PQNLearnerState(
-        params=params, opt_states=opt_state, key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
-        env_state=env_state, timestep=timestep, obs_norm=obs_norm, update_count=update_count,
-    )
-    return experiment.SystemSetup(
+    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, on_policy.optimizer_steps(system, budget),
+                               system.decay_learning_rates)
+    learner_state = on_policy.initial_learner_state(
+        PQNLearnerState, env, env_key, step_key, system, budget,
+        params=q_params, opt_states=optimizer.init(q_params), update_count=jnp.zeros((), jnp.int32))
+    return SystemSetup(
         learner_fn=get_learner_fn(batched_env, q_network.apply, optimizer.update, config, budget),
         learner_state=learner_state,
         eval_policy=greedy_policy(q_network.apply),

@@ -20,6 +20,7 @@ from stoix_like.networks.distributions import TanhGaussian
 from stoix_like.networks.factory import build_actor, build_state_action_critic
 from stoix_like.ops import losses
 from stoix_like.replay import Transition
+from stoix_like.system_contract import SystemSetup
 from stoix_like.systems import continuous_control, off_policy
 from stoix_like.types import OnlineAndTarget, SACOptStates, SACParams, SACUpdateFns
 
@@ -40,8 +41,8 @@ def make_act(actor_apply: Callable):
     return act
 
 
-def get_learner_fn(actor_apply: Callable, critic_apply: Callable, update_fns: SACUpdateFns, config: Any,
-                   target_entropy: float):
+def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: SACUpdateFns, config: Any,
+                         target_entropy: float) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: critic step, actor step on the updated critic, temperature step."""
     system = config.system
 
@@ -78,12 +79,12 @@ def get_learner_fn(actor_apply: Callable, critic_apply: Callable, update_fns: SA
         critic_target = targets.update_target(critic, params.critic.target, update_count + 1, float(system.tau), 1)
         params = SACParams(actor, OnlineAndTarget(critic, critic_target), log_alpha)
         metrics = {**metrics, "actor_loss": policy_loss, "entropy": entropy, "alpha": jnp.exp(log_alpha)}
-        return params, SACOptStates(actor_opt, critic_opt, alpha_opt), metrics, priorities
+        return off_policy.BatchUpdate(params, SACOptStates(actor_opt, critic_opt, alpha_opt), metrics, priorities)
 
     return learn_from_batch
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
     system = config.system
     action_space = continuous_control.require_continuous_actions(env, config, "SAC")
     actor = build_actor(config.network, action_space)
@@ -104,7 +105,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
         env, key, config, budget,
         params=params, opt_states=opt_states,
         act=make_act(actor.apply),
-        learn_from_batch=get_learner_fn(actor.apply, critics.apply, update_fns, config,
+        learn_from_batch=get_learn_from_batch(actor.apply, critics.apply, update_fns, config,
                                         target_entropy=-float(action_space.action_dim)),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
         eval_params=lambda slot: (slot.params.actor, slot.obs_norm),

@@ -18,6 +18,8 @@ from stoix_like.ops import losses
 from stoix_like.replay import Transition
 from stoix_like.systems import continuous_control
 from stoix_like.systems import deterministic_policy_gradient as dpg
+from stoix_like.system_contract import SystemSetup
+from stoix_like.systems.off_policy import LearnFromBatch
 from stoix_like.types import ActorCriticUpdateFns
 
 
@@ -27,7 +29,8 @@ def critic_target(critic_apply: Callable, target_critic_params, batch: Transitio
     return losses.clipped_double_q_target(batch.reward, batch.discount, next_q)
 
 
-def get_learner_fn(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns, config: Any):
+def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
+                         config: Any) -> LearnFromBatch:
     def critic_loss(critic_params, target_critic_params, batch: Transition, next_action, weights):
         target = critic_target(critic_apply, target_critic_params, batch, next_action)
         return continuous_control.critic_regression_loss(critic_params, critic_apply, batch, target, weights)
@@ -38,8 +41,8 @@ def get_learner_fn(actor_apply: Callable, critic_apply: Callable, update_fns: Ac
     return dpg.make_learn_from_batch(actor_apply, critic_loss, policy_value, update_fns, config.system)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> experiment.SystemSetup:
-    return dpg.learner_setup(env, key, config, budget, get_learner_fn=get_learner_fn,
+def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
+    return dpg.learner_setup(env, key, config, budget, get_learn_from_batch=get_learn_from_batch,
                              num_critics=int(config.system.num_critics),
                              algorithm=str(config.system.system_name).upper())
 

@@ -21,16 +21,19 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from stoix_like import experiment, normalization, parallel, targets
+from stoix_like import normalization, parallel, targets
+from stoix_like.compilation_cache import jitted_init
 from stoix_like.budget import Budget
-from stoix_like.envs.environment import DiscreteActionSpace, Environment
+from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
 from stoix_like.exploration import epsilon_greedy, linear_epsilon
 from stoix_like.networks.factory import build_q_network
 from stoix_like.networks.heads import CategoricalQOutput, QuantileQOutput
 from stoix_like.networks.noisy import NOISE_STREAM
+from stoix_like.ops.masking import masked_argmax
 from stoix_like.optim import make_optimizer
 from stoix_like.replay import Transition
+from stoix_like.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.types import OnlineAndTarget
 
@@ -62,11 +65,6 @@ def make_apply(q_network: Any) -> Callable:
     return apply
 
 
-def taken(values: jax.Array, actions: jax.Array) -> jax.Array:
-    """values `[B, A, ...]`, actions `[B]` -> `[B, ...]`: the entry of the action taken."""
-    return jax.vmap(lambda row, action: row[action])(values, actions)
-
-
 def make_act(apply: Callable, system: Any, total_timesteps: int):
     """ε-greedy on the expected Q-values over legal actions; noise (if any) sampled afresh every step."""
     decay_steps = int(float(system.epsilon_decay_fraction) * total_timesteps)
@@ -88,12 +86,13 @@ def greedy_policy(apply: Callable):
         del key
         q_params, obs_norm = eval_params
         q_values = q_values_of(apply(q_params, normalization.normalize(obs_norm, observation)))
-        return jnp.argmax(jnp.where(observation.action_mask, q_values, -jnp.inf), axis=-1)
+        return masked_argmax(q_values, observation.action_mask)
 
     return policy
 
 
-def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, system: Any):
+def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, system: Any
+                          ) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: one importance-weighted gradient step, then the target update."""
 
     def loss_fn(online_params, target_params, batch: Transition, weights: jax.Array, key: jax.Array):
@@ -111,13 +110,13 @@ def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, sy
         online = optax.apply_updates(params.online, updates)
         target = targets.update_target(online, params.target, update_count + 1, float(system.tau),
                                        int(system.target_update_period))
-        return OnlineAndTarget(online, target), opt_state, metrics, priorities
+        return off_policy.BatchUpdate(OnlineAndTarget(online, target), opt_state, metrics, priorities)
 
     return learn_from_batch
 
 
 def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, q_loss: QLoss,
-                  needs_head: str, example_networks: str) -> experiment.SystemSetup:
+                  needs_head: str, example_networks: str) -> SystemSetup:
     """A value-based system's setup. `needs_head` is the head kind `q_loss` reads (see HEAD_KINDS);
     a network whose head outputs anything else is refused, naming `example_networks` that fit."""
     system = config.system
@@ -129,17 +128,16 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         raise ConfigError(f"the network config has no q_network, which {name} needs; "
                           f"use e.g. network={example_networks}.")
     q_network = build_q_network(config.network, env.action_space)
-    _, example = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
-    example_observation = jax.tree_util.tree_map(lambda x: jnp.zeros((1,) + x.shape, x.dtype), example.observation)
+    observation = example_observation(env)
     # shapes only: nothing is compiled or run to find out what the head outputs
-    example_output, _ = jax.eval_shape(q_network.init_with_output, jax.random.PRNGKey(0), example_observation)
+    example_output, _ = jax.eval_shape(q_network.init_with_output, jax.random.PRNGKey(0), observation)
     if head_kind(example_output) != needs_head:
         raise ConfigError(
             f"the network's Q head ({config.network.q_network.q_head._target_}) outputs {head_kind(example_output)} "
             f"Q-values but {name} needs a {needs_head} head; use e.g. network={example_networks}.")
 
     init_key, key = jax.random.split(key)
-    online = jax.jit(q_network.init)(init_key, example_observation)  # one compile, not one per op
+    online = jitted_init(q_network)(init_key, observation)  # one compile, not one per op
     apply = make_apply(q_network)
     optimizer = make_optimizer(system.q_lr, system.max_grad_norm, budget.num_updates * int(system.epochs),
                                system.decay_learning_rates)

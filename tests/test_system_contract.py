@@ -1,0 +1,49 @@
+"""The system contract (stoix_like/system_contract.py) holds for every registered system, statically checkable parts
+checked here at run time too: what each module supplies, what `get_learner_fn` means, which learner-state fields
+the shared on-policy helpers read."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+
+import pytest
+
+from stoix_like import system_contract
+from stoix_like.systems import MODULE_OF, off_policy, on_policy, system_module
+from stoix_like.types import OnPolicyLearnerState, PQNLearnerState
+
+SYSTEM_MODULES = sorted(set(MODULE_OF.values()))
+# every module that builds a learner: the systems and the family modules they share
+LEARNER_BUILDERS = ["ppo", "pqn", "off_policy"]
+
+
+@pytest.mark.parametrize("algorithm", sorted(MODULE_OF))
+def test_every_registered_system_supplies_the_system_protocol(algorithm):
+    assert isinstance(system_module(algorithm), system_contract.System)
+
+
+@pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy", "value_based",
+                                                          "deterministic_policy_gradient", "continuous_control"])
+def test_get_learner_fn_means_one_thing_everywhere(module_name):
+    module = __import__(f"stoix_like.systems.{module_name}", fromlist=["_"])
+    get_learner_fn = getattr(module, "get_learner_fn", None)
+    if module_name.split(".")[-1] in LEARNER_BUILDERS:
+        assert get_learner_fn is not None
+    if get_learner_fn is not None:
+        assert typing.get_type_hints(get_learner_fn)["return"] is system_contract.Learner
+
+
+def test_off_policy_warm_up_and_batch_steps_have_their_own_names():
+    assert typing.get_type_hints(off_policy.get_warmup_fn)["return"] is not system_contract.Learner
+    for module_name in ("td3", "d4pg", "sac"):
+        module = __import__(f"stoix_like.systems.{module_name}", fromlist=["_"])
+        assert typing.get_type_hints(module.get_learn_from_batch)["return"] is off_policy.LearnFromBatch
+
+
+@pytest.mark.parametrize("state_type", [OnPolicyLearnerState, PQNLearnerState])
+def test_on_policy_learner_states_have_every_field_the_shared_helpers_read(state_type):
+    members = {name for name, _ in inspect.getmembers(on_policy.OnPolicyState) if not name.startswith("__")}
+    properties = {name for name in members if isinstance(getattr(on_policy.OnPolicyState, name), property)}
+    assert properties == {"params", "opt_states", "obs_norm", "key", "env_state", "timestep"}
+    assert properties <= set(state_type._fields)
