@@ -110,10 +110,10 @@ def run(config: Any, learner_setup: LearnerSetup, algorithm: str) -> float:
 
 
 def train(config: Any, learner_setup: LearnerSetup, algorithm: str) -> RunResult:
+    # Everything a user can get wrong is checked here, before processes connect, envs, setup or compilation.
+    config_schema.validate(config)  # every key's type and range: stoix_like/config_schema.py
     parallel.maybe_initialize_distributed(config.arch)
     compilation_cache.use_process_compilation_cache()  # N seeds' identical setup programs compile once
-    # Everything a user can get wrong is checked here, before envs, setup or compilation.
-    config_schema.validate(config)  # every key's type and range: stoix_like/config_schema.py
     budget = make_budget(config)
     seeds = seeds_of(config)
     run_dir = run_dir_of(config)

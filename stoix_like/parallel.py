@@ -73,7 +73,7 @@ def maybe_initialize_distributed(arch: Any) -> None:
     coordinator_address = arch.get("coordinator_address")
     if not (arch.multihost or coordinator_address or multihost_environment()):
         return
-    timeouts = {name: _positive_seconds(arch, name, default) for name, default in (
+    timeouts = {name: _seconds_or_default(arch, name, default) for name, default in (
         ("multihost_init_timeout_seconds", DEFAULT_INIT_TIMEOUT_SECONDS),
         ("heartbeat_timeout_seconds", DEFAULT_HEARTBEAT_TIMEOUT_SECONDS),
         ("collective_timeout_seconds", DEFAULT_COLLECTIVE_TIMEOUT_SECONDS))}
@@ -99,12 +99,11 @@ def maybe_initialize_distributed(arch: Any) -> None:
                                    heartbeat_timeout_seconds=heartbeat_timeout_seconds)
 
 
-def _positive_seconds(arch: Any, name: str, default: int) -> float:
-    value = arch.get(name, default)
-    value = default if value is None else value
-    if not float(value) > 0:
-        raise ConfigError(f"arch.{name}={value} must be a positive number of seconds.")
-    return float(value)
+def _seconds_or_default(arch: Any, name: str, default: int) -> float:
+    """A timeout's seconds; null means our default. Its range was checked with the rest of the config
+    (config_schema.validate runs before this)."""
+    value = arch.get(name)
+    return float(default if value is None else value)
 
 
 # ----------------------------------------------------------------------------------------------------------------
