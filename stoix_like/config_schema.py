@@ -173,12 +173,14 @@ SPECS: Dict[str, Spec] = {
     # ---------------------------------------------------------------------- system: shared by several systems
     "system.rollout_length": integer(POSITIVE_INT, "env steps per env in each update"),
     "system.warmup_rollout_length": integer("[0, inf)", "env steps per env filling the buffer before learning"),
-    "system.epochs": integer(POSITIVE_INT, "passes over each rollout, or gradient steps per update off-policy"),
+    "system.epochs": integer(POSITIVE_INT, "on-policy passes over each rollout"),
     "system.num_minibatches": integer(POSITIVE_INT, "minibatches each epoch splits the rollout into"),
-    "system.batch_size": integer(POSITIVE_INT, "transitions sampled per gradient step"),
-    "system.buffer_size": integer(POSITIVE_INT, "replay capacity in transitions, over all devices and slots"),
+    "system.gradient_steps_per_update": integer(POSITIVE_INT, "gradient steps on sampled batches per update"),
+    "system.total_batch_size": integer(POSITIVE_INT, "transitions sampled per gradient step, over all devices and "
+                                                     "slots"),
+    "system.total_buffer_size": integer(POSITIVE_INT, "replay capacity in transitions, over all devices and slots"),
     "system.n_step": integer(POSITIVE_INT, "steps summed into each return before bootstrapping"),
-    "system.prioritised_replay": flag("sample transitions by priority"),
+    "system.prioritized_replay": flag("sample transitions by priority"),
     "system.priority_exponent": real("[0, 1]", "the priority exponent: 0 samples uniformly"),
     "system.importance_sampling_exponent": real("[0, 1]", "the importance-sampling exponent: 1 corrects fully"),
     "system.actor_lr": real("(0, inf)", LEARNING_RATE),
@@ -187,7 +189,8 @@ SPECS: Dict[str, Spec] = {
     "system.alpha_lr": real("(0, inf)", LEARNING_RATE),
     "system.decay_learning_rates": flag("decay the learning rates linearly to 0 over the run"),
     "system.gamma": real("(0, 1]", "the discount"),
-    "system.tau": real("(0, 1]", "the target update: < 1 Polyak averaging, 1 a hard copy"),
+    "system.tau": real("(0, 1]", "how far the target moves towards the online network: 1 a hard copy"),
+    "system.target_update_period": integer(POSITIVE_INT, "gradient steps between target moves"),
     "system.max_grad_norm": real("(0, inf)", "the global gradient-norm clip"),
     "system.normalize_observations": flag("normalise observations by running statistics"),
     # PPO
@@ -199,25 +202,22 @@ SPECS: Dict[str, Spec] = {
     # PQN
     "system.reward_scale": real("(0, inf)", "the factor rewards are scaled by in the targets"),
     "system.q_lambda": real("[0, 1]", "Q(lambda)'s lambda: 0 one-step targets, 1 Monte-Carlo"),
-    "system.training_epsilon": real("[0, 1]", "the final exploration probability"),
-    "system.exploration_fraction": real("[0, 1]", "the fraction of updates over which epsilon decays"),
     # DQN family
     "system.td_target": choice(TD_TARGETS, "the regression target"),
-    "system.target_update_period": integer(POSITIVE_INT, "gradient steps between hard target copies"),
     "system.epsilon_start": real("[0, 1]", "the initial exploration probability"),
     "system.epsilon_end": real("[0, 1]", "the final exploration probability"),
-    "system.epsilon_decay_fraction": real("[0, 1]", "the fraction of the budget over which epsilon decays"),
-    "system.huber_loss_parameter": real("[0, inf)", "the Huber delta: 0 for the squared error"),
-    "system.regularisation_weight": real("[0, inf)", "DQN-Reg's weight of Q(s, a) in the loss: 0 for none"),
+    "system.epsilon_decay_fraction": real("[0, 1]", "the fraction of the env-step budget over which epsilon decays"),
+    "system.huber_delta": real("[0, inf)", "the Huber delta: 0 for the squared error (QR-DQN: plain quantile "
+                                           "regression)"),
+    "system.regularization_weight": real("[0, inf)", "DQN-Reg's weight of Q(s, a) in the loss: 0 for none"),
     "system.entropy_temperature": real("(0, inf)", "M-DQN's softmax temperature"),
     "system.munchausen_coefficient": real("[0, 1]", "M-DQN's weight of the log-policy bonus"),
     "system.munchausen_clip_value_min": real("(-inf, 0]", "M-DQN's lower clip of the log-policy, which is <= 0"),
     "system.distribution": choice(DISTRIBUTIONS, "how the return distribution is represented"),
-    "system.quantile_huber_parameter": real("[0, inf)", "QR-DQN's kappa: 0 for plain quantile regression"),
     # continuous control
-    "system.num_critics": integer(POSITIVE_INT, "critics whose minimum is the target"),
+    "system.num_critics": integer(POSITIVE_INT, "Q-networks whose minimum is the target"),
     "system.init_alpha": real("(0, inf)", "SAC's initial entropy temperature, whose log is learnt"),
-    "system.policy_frequency": integer(POSITIVE_INT, "critic steps per actor and target update"),
+    "system.policy_frequency": integer(POSITIVE_INT, "Q-network steps per actor update"),
     "system.target_policy_noise": real("[0, inf)", "the std of target-policy smoothing noise: 0 for none"),
     "system.target_noise_clip": real("[0, inf)", "the bound of target-policy smoothing noise"),
     "system.exploration_noise": real("[0, inf)", "the std of the Gaussian acting noise in [-1, 1]"),
@@ -236,8 +236,8 @@ SPECS: Dict[str, Spec] = {
     "env.eval_metric": choice(EVAL_METRICS, "the evaluation metric"),
     "env.solved_return": real("(-inf, inf)", "the return that counts as solved; null: none", nullable=True),
     "env.kwargs.backend": choice(BRAX_BACKENDS, "brax's physics pipeline"),
-    "env.kwargs.episode_length": integer(POSITIVE_INT, "brax's time limit in steps"),
-    "env.kwargs.max_episode_steps": integer(POSITIVE_INT, "a time limit in steps"),
+    "env.max_episode_steps": integer(POSITIVE_INT, "the time limit in steps, a truncation; null: the suite's own",
+                                     nullable=True),
     # ------------------------------------------------------------------------- logger (config/logger/default.yaml)
     "logger.use_console": flag("log to the console"),
     "logger.use_json": flag("write metrics.json"),
@@ -343,13 +343,87 @@ def check_key(key: str, value: Any) -> Optional[str]:
     return f"{key}={show(value)} {problem}: {leaf} must be {spec.describe()} ({spec.meaning})."
 
 
+# ------------------------------------------------------------------------------------------------ renamed keys
+# One name per idea (docs/glossary.md). An old name is refused with the new one, but only for the systems it was
+# renamed in: `critic_lr` still trains PPO's state-value critic, `epochs` still counts PPO's and PQN's passes.
+
+DQN_FAMILY = ("dqn", "ddqn", "mdqn", "dqn_reg", "c51", "qr_dqn", "rainbow")
+Q_CRITIC_SYSTEMS = ("sac", "td3", "ddpg", "d4pg")  # actor-critics whose critic is a Q-function
+
+
+@dataclass(frozen=True)
+class Rename:
+    """`old` (a dotted key, or the prefix of a block of keys) is now `new`, in `systems` (empty: in all)."""
+
+    old: str
+    new: str
+    systems: Tuple[str, ...] = ()
+
+    def applies(self, key: str, system_name: Optional[str]) -> bool:
+        in_system = not self.systems or system_name in self.systems
+        return in_system and (key == self.old or key.startswith(self.old + "."))
+
+
+RENAMED: Tuple[Rename, ...] = (
+    Rename("system.training_epsilon", "system.epsilon_end", ("pqn",)),
+    Rename("system.exploration_fraction", "system.epsilon_decay_fraction", ("pqn",)),
+    Rename("system.epochs", "system.gradient_steps_per_update", DQN_FAMILY + Q_CRITIC_SYSTEMS),
+    Rename("system.buffer_size", "system.total_buffer_size"),
+    Rename("system.batch_size", "system.total_batch_size"),
+    Rename("system.critic_lr", "system.q_lr", Q_CRITIC_SYSTEMS),
+    Rename("network.critic_network", "network.q_network", Q_CRITIC_SYSTEMS),
+    Rename("network.q_network.critic_head", "network.q_network.q_head", Q_CRITIC_SYSTEMS),
+    Rename("system.huber_loss_parameter", "system.huber_delta"),
+    Rename("system.quantile_huber_parameter", "system.huber_delta"),
+    Rename("system.prioritised_replay", "system.prioritized_replay"),
+    Rename("system.regularisation_weight", "system.regularization_weight"),
+    Rename("env.kwargs.episode_length", "env.max_episode_steps"),  # brax's
+    Rename("env.kwargs.max_episode_steps", "env.max_episode_steps"),  # jumanji's
+)
+
+# config-group options (files) that were renamed: group -> {old option: new option}
+RENAMED_OPTIONS: Dict[str, Dict[str, str]] = {
+    "network": {"mlp": "mlp_ppo", "mlp_dpg": "mlp_td3", "mlp_dueling_dqn": "mlp_dqn_dueling",
+                "mlp_noisy_dueling_c51": "mlp_rainbow"},
+}
+
+
+def new_name(key: str, system_name: Optional[str]) -> Optional[str]:
+    """The key's current name if `key` is an old one in `system_name`'s config, else None."""
+    current = key
+    for rename in RENAMED:  # in table order, so a block rename and a rename inside it compose
+        if rename.applies(current, system_name):
+            current = rename.new + current[len(rename.old):]
+    return current if current != key else None
+
+
+def renamed_key_problem(key: str, system_name: Optional[str]) -> Optional[str]:
+    """One line refusing an old key name, e.g. `system.critic_lr was renamed to system.q_lr (for sac)`."""
+    new = new_name(key, system_name)
+    if new is None:
+        return None
+    scoped = any(rename.systems and rename.applies(key, system_name) for rename in RENAMED)
+    return f"{key} was renamed to {new}" + (f" (for {system_name})" if scoped else "") + f"; write {new}=... instead."
+
+
+def renamed_option_problem(group: str, option: str) -> Optional[str]:
+    new = RENAMED_OPTIONS.get(group, {}).get(option)
+    return f"{group}={option} was renamed to {group}={new}." if new else None
+
+
+def system_name_of(config: Any) -> Optional[str]:
+    system = config.get("system") if isinstance(config, Mapping) else None
+    name = system.get("system_name") if isinstance(system, Mapping) else None
+    return None if name is None else str(name)
+
+
 # ------------------------------------------------------------------------------------------ cross-key checks
 
 def _buffer_holds_a_batch(values: Mapping[str, Any]) -> Optional[str]:
-    buffer_size, batch_size = values.get("system.buffer_size"), values.get("system.batch_size")
+    buffer_size, batch_size = values.get("system.total_buffer_size"), values.get("system.total_batch_size")
     if buffer_size is not None and batch_size is not None and buffer_size < batch_size:
-        return (f"system.buffer_size={buffer_size} is smaller than system.batch_size={batch_size}: the replay buffer "
-                f"must hold at least one batch; set system.buffer_size to at least {batch_size}.")
+        return (f"system.total_buffer_size={buffer_size} is smaller than system.total_batch_size={batch_size}: the "
+                f"replay buffer must hold at least one batch; set system.total_buffer_size to at least {batch_size}.")
     return None
 
 
@@ -413,7 +487,9 @@ def problems(config: Any) -> List[str]:
     """Every problem of a composed config, one line each: key by key in config order, then the cross-key rules
     (those only once every key they read is valid on its own)."""
     values = dict(leaves(config))
-    found = [line for line in (check_key(key, value) for key, value in values.items()) if line]
+    system_name = system_name_of(config)
+    found = [line for line in (renamed_key_problem(key, system_name) for key in values) if line]
+    found += [line for line in (check_key(key, value) for key, value in values.items()) if line]
     if not found:
         found = [line for line in (check(values) for check in CROSS_KEY_CHECKS) if line]
     return found

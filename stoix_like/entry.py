@@ -58,10 +58,13 @@ CONFIG_GROUPS = ("arch", "system", "network", "env", "logger")
 
 
 def available_options(group: str) -> list[str]:
-    """Every option of a config group, nested folders included (`env` -> gymnax/cartpole, brax/ant, ...)."""
+    """Every option of a config group, nested folders included (`env` -> gymnax/cartpole, brax/ant, ...).
+    A group's `shared/` folder holds values its options extend (config/system/shared/q_learning.yaml), not options."""
     root = os.path.join(CONFIG_DIR, group)
     options = []
     for folder, _, files in os.walk(root):
+        if os.path.relpath(folder, root).split(os.sep)[0] == "shared":
+            continue
         for name in files:
             if name.endswith(".yaml"):
                 options.append(os.path.relpath(os.path.join(folder, name), root)[: -len(".yaml")])
@@ -72,7 +75,8 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
     """One line saying what is wrong with the command line's overrides, or None.
 
     Hydra reports an unknown option or key in several lines (and lists no options in nested groups like
-    env/gymnax/...); this check answers first, in one line with the available choices or a close match.
+    env/gymnax/...); this check answers first, in one line: an old name with its new one
+    (config_schema.RENAMED), else the available choices or a close match.
     Sweeps (`a=1,2`, `choice(...)`) and anything unusual are left to Hydra.
     """
     group_overrides, key_overrides = [], []
@@ -85,6 +89,9 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
                 return None  # a sweep over options: Hydra expands and checks it
             options = available_options(key)
             if value not in options:
+                renamed = config_schema.renamed_option_problem(key, value)
+                if renamed:
+                    return renamed
                 close = difflib.get_close_matches(value, options, n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 return f"unknown {key} {value!r}{hint}; available: {', '.join(options)}"
@@ -97,7 +104,11 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose(config_name, overrides=group_overrides)
+    system_name = config_schema.system_name_of(config)
     for key in key_overrides:
+        renamed = config_schema.renamed_key_problem(key, system_name)
+        if renamed:
+            return renamed
         parent_key, _, leaf = key.rpartition(".")
         parent = OmegaConf.select(config, parent_key, default=None) if parent_key else config
         siblings = [str(k) for k in parent.keys()] if isinstance(parent, DictConfig) else []

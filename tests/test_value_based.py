@@ -134,7 +134,7 @@ def test_dqn_reg_is_the_dqn_loss_plus_the_weighted_q_value(compose):
     per_example, priorities, _ = dqn.scalar_q_loss(system)(online, target, batch)
     expected = losses.regularised_q_loss(online(batch.observation), batch.action, batch.reward, batch.discount,
                                          target(batch.next_observation), batch.next_observation.action_mask,
-                                         float(system.regularisation_weight))
+                                         float(system.regularization_weight))
     np.testing.assert_allclose(per_example, expected, atol=1e-6)
     # priorities are |TD|: 1 + 0.9·5 - 1 = 4.5; with action 1 illegal at s_t: 0.5 + 0.9·2 - 2 = 0.3
     np.testing.assert_allclose(priorities, [4.5, 0.3], atol=1e-6)
@@ -222,7 +222,7 @@ def setup_error(compose, name, overrides) -> str:
 
 @pytest.mark.parametrize("name, network, wanted", [
     ("c51", "mlp_dqn", "mlp_c51"), ("qr_dqn", "mlp_c51", "mlp_qr_dqn"), ("dqn", "mlp_qr_dqn", "mlp_dqn"),
-    ("rainbow", "mlp_dueling_dqn", "mlp_noisy_dueling_c51"),
+    ("rainbow", "mlp_dqn_dueling", "mlp_rainbow"),
 ])
 def test_a_head_that_does_not_fit_the_system_is_refused(compose, name, network, wanted):
     message = setup_error(compose, name, [f"network={network}"])
@@ -291,7 +291,8 @@ np.savez(sys.argv[1], **results)
 # 2 devices × 2 batch slots × 1 env; 16 warm-up steps per env, then 2 evaluations × 3 updates × 4 steps × 4 envs
 TWO_DEVICE_OVERRIDES = ["arch.total_num_envs=4", "arch.update_batch_size=2", "arch.num_evaluation=2",
                         "arch.total_timesteps=160", "system.rollout_length=4", "system.warmup_rollout_length=16",
-                        "system.epochs=2", "system.batch_size=8", "system.buffer_size=400",
+                        "system.gradient_steps_per_update=2", "system.total_buffer_size=400",
+                        "system.total_batch_size=32",  # 8 per (device, batch) slot
                         "network.q_network.pre_torso.layer_sizes=[16]"]
 TWO_DEVICE_RUNS = {"dqn": TWO_DEVICE_OVERRIDES}
 
@@ -312,7 +313,8 @@ def two_device_results(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(TWO_DEVICE_RUNS))
 def test_two_devices_keep_identical_params_while_their_replay_buffers_differ(two_device_results, name):
     slots = 4  # 2 devices × 2 batch slots
-    np.testing.assert_array_equal(two_device_results[f"{name}/updates"], 2 * 3 * 2)  # evaluations × updates × epochs
+    # evaluations × updates × gradient steps per update
+    np.testing.assert_array_equal(two_device_results[f"{name}/updates"], 2 * 3 * 2)
     initial = {k.split("/", 2)[2]: v for k, v in two_device_results.items() if k.startswith(f"{name}/initial/")}
     final = {k.split("/", 2)[2]: v for k, v in two_device_results.items() if k.startswith(f"{name}/final/")}
     assert final and final.keys() == initial.keys()

@@ -1,7 +1,8 @@
 """The off-policy skeleton every replay-based system shares.
 
-One update: act for `rollout_length` steps into the replay buffer → `epochs` gradient steps, each on a
-sampled batch of n-step transitions. An algorithm supplies only how to act and how to learn from a batch:
+One update: act for `rollout_length` steps into the replay buffer → `gradient_steps_per_update` gradient steps,
+each on a sampled batch of n-step transitions (`total_batch_size` over all devices and batch slots). An
+algorithm supplies only how to act and how to learn from a batch:
 
     act(params, observation, key, global_env_steps) -> (stored_action, env_action)      (batched over envs)
     learn_from_batch(params, opt_states, batch, weights, key, update_count)
@@ -30,7 +31,7 @@ LearnFn = Callable[..., tuple]
 
 
 def get_learner_fn(env: VmapWrapper, buffer, act: ActFn, learn_from_batch: LearnFn, config: Any, budget: Budget,
-                   prioritised: bool = False):
+                   prioritized: bool = False):
     """Returns `(learner_fn, warmup_fn)`, both per device (vmapped over the update batch)."""
     system = config.system
     slots = budget.n_devices * budget.update_batch_size
@@ -71,15 +72,15 @@ def get_learner_fn(env: VmapWrapper, buffer, act: ActFn, learn_from_batch: Learn
             next_observation=normalization.normalize(state.obs_norm, batch.next_observation),
         )
         buffer_state = state.buffer_state
-        if prioritised:
-            # importance weights undo the bias of prioritised sampling; normalised by the max for stability
+        if prioritized:
+            # importance weights undo the bias of prioritized sampling; normalised by the max for stability
             weights = (1.0 / jnp.maximum(sample.probabilities, 1e-10)) ** float(system.importance_sampling_exponent)
             weights = weights / jnp.max(weights)
         else:
             weights = jnp.ones_like(batch.reward)
         params, opt_states, metrics, priorities = learn_from_batch(
             state.params, state.opt_states, batch, weights, learn_key, state.update_count)
-        if prioritised:
+        if prioritized:
             buffer_state = buffer.set_priorities(buffer_state, sample.indices, priorities + 1e-6)
         state = state._replace(params=params, opt_states=opt_states, buffer_state=buffer_state, key=key,
                                update_count=state.update_count + 1)
@@ -87,7 +88,7 @@ def get_learner_fn(env: VmapWrapper, buffer, act: ActFn, learn_from_batch: Learn
 
     def update_step(state: OffPolicyLearnerState):
         state, episode_metrics = rollout(state, budget.rollout_length)
-        state, metrics = jax.lax.scan(learn_step, state, None, length=int(system.epochs))
+        state, metrics = jax.lax.scan(learn_step, state, None, length=int(system.gradient_steps_per_update))
         train_metrics = jax.tree_util.tree_map(jnp.mean, metrics)
         return state, {"episode_metrics": episode_metrics, "train_metrics": train_metrics}
 
@@ -100,15 +101,15 @@ def get_learner_fn(env: VmapWrapper, buffer, act: ActFn, learn_from_batch: Learn
 
 def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, params: Any, opt_states: Any,
                   act: ActFn, learn_from_batch: LearnFn, eval_policy: EvalPolicy,
-                  eval_params: Callable[[OffPolicyLearnerState], Any], prioritised: bool = False
+                  eval_params: Callable[[OffPolicyLearnerState], Any], prioritized: bool = False
                   ) -> experiment.SystemSetup:
     """Everything but the algorithm: buffer, env states, replication, warm-up."""
     system = config.system
-    if int(system.epochs) < 1:
-        raise ConfigError(f"system.epochs={system.epochs} (gradient steps per update) must be at least 1.")
+    if int(system.gradient_steps_per_update) < 1:
+        raise ConfigError(f"system.gradient_steps_per_update={system.gradient_steps_per_update} must be at least 1.")
     if parallel.is_main_process():
         print(replay_ratio_line(system, budget), flush=True)
-    buffer = replay.make_buffer(system, budget, prioritised=prioritised)
+    buffer = replay.make_buffer(system, budget, prioritized=prioritized)
     batched_env = VmapWrapper(env)
     env_key, step_key = jax.random.split(key)
 
@@ -135,7 +136,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
         env_state=env_state, timestep=timestep, obs_norm=obs_norm, env_steps=counter, update_count=counter,
     )
-    learner_fn, warmup_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritised)
+    learner_fn, warmup_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritized)
     if budget.warmup_rollout_length:
         learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
     return experiment.SystemSetup(learner_fn=learner_fn, learner_state=learner_state, eval_policy=eval_policy,
@@ -145,11 +146,12 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
 def replay_ratio_line(system: Any, budget: Budget) -> str:
     """How hard the replay is worked: gradient steps and sampled transitions per env step.
 
-    Every (device, batch) slot samples its own batch; their gradients are averaged into one step.
+    Every (device, batch) slot samples its share of `total_batch_size`; their gradients are averaged into one step.
     """
     env_steps = budget.steps_per_update
-    epochs = int(system.epochs)
-    sampled = epochs * int(system.batch_size) * budget.n_devices * budget.update_batch_size
-    return (f"replay ratio: {epochs} gradient steps on {sampled} sampled transitions per {env_steps} env steps "
-            f"(rollout {budget.rollout_length} × {budget.total_num_envs} envs) = {epochs / env_steps:.3g} gradient "
-            f"steps and {sampled / env_steps:.3g} sampled transitions per env step")
+    gradient_steps = int(system.gradient_steps_per_update)
+    sampled = gradient_steps * int(system.total_batch_size)
+    return (f"replay ratio: {gradient_steps} gradient steps on {sampled} sampled transitions per {env_steps} env "
+            f"steps (rollout {budget.rollout_length} × {budget.total_num_envs} envs) = "
+            f"{gradient_steps / env_steps:.3g} gradient steps and {sampled / env_steps:.3g} sampled transitions per "
+            f"env step")

@@ -17,7 +17,7 @@ from stoix_like import experiment, normalization, parallel
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.exploration import epsilon_greedy, linear_epsilon
+from stoix_like.exploration import epsilon_greedy, epsilon_schedule
 from stoix_like.networks.factory import build_q_network
 from stoix_like.ops.losses import l2_loss
 from stoix_like.ops.returns import lambda_returns
@@ -36,11 +36,12 @@ def best_legal_value(q_values: jax.Array, action_mask: jax.Array) -> jax.Array:
 
 def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, config: Any, budget: Budget):
     system = config.system
-    exploration_updates = int(float(system.exploration_fraction) * budget.num_updates)
+    # measured in updates: with no warm-up, a fraction of the updates is the same fraction of the env-step budget
+    epsilon_at = epsilon_schedule(system.epsilon_start, system.epsilon_end, system.epsilon_decay_fraction,
+                                  budget.num_updates)
 
     def rollout(state: PQNLearnerState) -> Tuple[PQNLearnerState, RolloutStep, jax.Array]:
-        # one ε per rollout, decayed over the first `exploration_fraction` of the updates
-        epsilon = linear_epsilon(state.update_count, 1.0, float(system.training_epsilon), exploration_updates)
+        epsilon = epsilon_at(state.update_count)  # one ε per rollout
 
         def act(q_params, observation: Observation, key: jax.Array):
             action = epsilon_greedy(key, q_apply(q_params, observation), observation.action_mask, epsilon)
@@ -124,4 +125,4 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
 
 
 def run_experiment(config: Any) -> float:
-    return experiment.run(config, learner_setup, algorithm="pqn")
+    return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

@@ -25,7 +25,7 @@ from stoix_like import experiment, normalization, parallel, targets
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import DiscreteActionSpace, Environment
 from stoix_like.errors import ConfigError
-from stoix_like.exploration import epsilon_greedy, linear_epsilon
+from stoix_like.exploration import epsilon_greedy, epsilon_schedule
 from stoix_like.networks.factory import build_q_network
 from stoix_like.networks.heads import CategoricalQOutput, QuantileQOutput
 from stoix_like.networks.noisy import NOISE_STREAM
@@ -69,12 +69,13 @@ def taken(values: jax.Array, actions: jax.Array) -> jax.Array:
 
 def make_act(apply: Callable, system: Any, total_timesteps: int):
     """ε-greedy on the expected Q-values over legal actions; noise (if any) sampled afresh every step."""
-    decay_steps = int(float(system.epsilon_decay_fraction) * total_timesteps)
+    epsilon_at = epsilon_schedule(system.epsilon_start, system.epsilon_end, system.epsilon_decay_fraction,
+                                  total_timesteps)
 
     def act(params: OnlineAndTarget, observation, key, global_env_steps):
         noise_key, explore_key = jax.random.split(key)
         q_values = q_values_of(apply(params.online, observation, noise_key))
-        epsilon = linear_epsilon(global_env_steps, float(system.epsilon_start), float(system.epsilon_end), decay_steps)
+        epsilon = epsilon_at(global_env_steps)
         action = epsilon_greedy(explore_key, q_values, observation.action_mask, epsilon)
         return action, action
 
@@ -109,6 +110,7 @@ def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, sy
         grads, metrics = parallel.pmean_batch_then_device((grads, metrics))
         updates, opt_state = q_update(grads, opt_state, params.online)
         online = optax.apply_updates(params.online, updates)
+        # the period counts gradient steps taken, this one included: a copy lands at the end of each period
         target = targets.update_target(online, params.target, update_count + 1, float(system.tau),
                                        int(system.target_update_period))
         return OnlineAndTarget(online, target), opt_state, metrics, priorities
@@ -141,8 +143,8 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
     init_key, key = jax.random.split(key)
     online = jax.jit(q_network.init)(init_key, example_observation)  # one compile, not one per op
     apply = make_apply(q_network)
-    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, budget.num_updates * int(system.epochs),
-                               system.decay_learning_rates)
+    optimizer = make_optimizer(system.q_lr, system.max_grad_norm,
+                               budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
     return off_policy.learner_setup(
         env, key, config, budget,
         params=OnlineAndTarget(online, online), opt_states=optimizer.init(online),
@@ -150,5 +152,5 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         learn_from_batch=make_learn_from_batch(apply, optimizer.update, q_loss, system),
         eval_policy=greedy_policy(apply),
         eval_params=lambda slot: (slot.params.online, slot.obs_norm),
-        prioritised=bool(system.prioritised_replay),
+        prioritized=bool(system.prioritized_replay),
     )
