@@ -144,7 +144,7 @@ NEPTUNE_MODES = ("async", "sync", "offline", "debug", "read-only")  # logging.py
 SAVED_PARAMS = ("best", "latest")  # checkpointing.load_eval_params
 MUNCHAUSEN_KEYS = ("entropy_temperature", "munchausen_coefficient", "munchausen_clip_value_min")
 
-LEARNING_RATE = "a learning rate: 0 learns nothing and a negative rate climbs the loss"
+LEARNING_RATE = "learning rate: 0 learns nothing and a negative rate climbs the loss"
 POSITIVE_INT = "[1, inf)"
 
 SPECS: Dict[str, Spec] = {
@@ -183,10 +183,10 @@ SPECS: Dict[str, Spec] = {
     "system.prioritized_replay": flag("sample transitions by priority"),
     "system.priority_exponent": real("[0, 1]", "the priority exponent: 0 samples uniformly"),
     "system.importance_sampling_exponent": real("[0, 1]", "the importance-sampling exponent: 1 corrects fully"),
-    "system.actor_lr": real("(0, inf)", LEARNING_RATE),
-    "system.critic_lr": real("(0, inf)", LEARNING_RATE),
-    "system.q_lr": real("(0, inf)", LEARNING_RATE),
-    "system.alpha_lr": real("(0, inf)", LEARNING_RATE),
+    "system.actor_lr": real("(0, inf)", "the actor_network's " + LEARNING_RATE),
+    "system.critic_lr": real("(0, inf)", "the critic_network's (a state value V) " + LEARNING_RATE),
+    "system.q_lr": real("(0, inf)", "the q_network's (a Q-function) " + LEARNING_RATE),
+    "system.alpha_lr": real("(0, inf)", "SAC's entropy temperature's " + LEARNING_RATE),
     "system.decay_learning_rates": flag("decay the learning rates linearly to 0 over the run"),
     "system.gamma": real("(0, 1]", "the discount"),
     "system.tau": real("(0, 1]", "how far the target moves towards the online network: 1 a hard copy"),

@@ -135,6 +135,8 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
             sys.exit(2)
 
     def main() -> float:
+        if "--describe" in sys.argv[1:]:
+            _describe_and_exit(config_name, [arg for arg in sys.argv[1:] if arg != "--describe"])
         try:
             problem = check_overrides(config_name, sys.argv[1:])
         except Exception:  # the pre-check only sharpens messages; Hydra still validates everything itself
@@ -145,6 +147,19 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
         return hydra_main()
 
     return main
+
+
+def _describe_and_exit(config_name: str, overrides: list[str]) -> None:
+    """`--describe`: print every key of the composed config with its type, range, default and meaning; exit 0
+    (exit 2 with one line if the overrides themselves are wrong)."""
+    from stoix_like.describe import describe
+
+    problem = check_overrides(config_name, overrides)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        sys.exit(2)
+    print(describe(config_name, overrides))
+    sys.exit(0)
 
 
 def _resolve(run_experiment: str | Callable[[DictConfig], float]) -> Callable[[DictConfig], float]:

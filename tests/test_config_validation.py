@@ -447,3 +447,22 @@ def test_a_bad_value_exits_2_from_a_real_command_line(python_subprocess, tmp_pat
     seconds = time.perf_counter() - start
     check_refusal(completed.returncode, completed.stdout, completed.stderr, seconds, named)
     print(f"{algorithm} {' '.join(overrides)}: rc {completed.returncode} in {seconds:.1f}s")
+
+
+# ------------------------------------------------------------------------------------------ --describe
+
+def test_describe_lists_every_key_with_its_type_default_and_meaning(python_subprocess, tmp_path):
+    completed = python_subprocess(["-m", "experiments.sac", "--describe"], cwd=tmp_path, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    lines = completed.stdout.splitlines()
+    config = compose_config("sac", base_exp_path=tmp_path)
+    described = [line.split()[0] for line in lines[1:]]
+    assert described == [key for key, _ in config_schema.leaves(config)]
+    q_lr = next(line for line in lines if line.startswith("system.q_lr "))
+    assert "greater than 0" in q_lr and "0.001" in q_lr and "the q_network's (a Q-function) learning rate" in q_lr
+    assert "compiled the learner" not in completed.stdout and "replay ratio" not in completed.stdout
+
+
+def test_describe_refuses_an_old_option_in_one_line(python_subprocess, tmp_path):
+    completed = python_subprocess(["-m", "experiments.td3", "--describe", "network=mlp_dpg"], cwd=tmp_path, timeout=120)
+    assert completed.returncode == 2 and completed.stderr.strip() == "error: network=mlp_dpg was renamed to network=mlp_td3."
