@@ -10,142 +10,26 @@ a support has v_min < v_max, ...).
 e.g. `system.gamma=1.5 is out of range: gamma must be in (0, 1] (the discount).`, before envs, setup or
 compilation. Ranges are about validity, not taste: any value a run can use sanely passes.
 
-Adding a config key? Add its row here; `tests/test_config_validation.py` fails for any leaf of a shipped config
-that has neither a spec nor a FREE_FORM entry. This module imports no jax, so it checks a config in milliseconds.
+The `system.*` rows are not written here: each comes from a field of the system schemas (stoix_like/schemas.py),
+dataclasses composed of shared blocks whose field metadata holds the spec, so a range is written once.
+
+Adding a config key? Add its field to a schema (system keys) or its row here (arch, env, logger, network parts);
+`tests/test_config_validation.py` fails for any leaf of a shipped config that has neither a spec nor a FREE_FORM
+entry. This module imports no jax, so it checks a config in milliseconds.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
+from stoix_like import schemas
+from stoix_like.config_spec import (  # noqa: F401 (the enumerations are read from here too)
+    ACTIVATIONS, BRAX_BACKENDS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, MUNCHAUSEN_KEYS,
+    NEPTUNE_MODES, POSITIVE_INT, SAVED_PARAMS, TD_TARGETS, Spec, _is_whole_float, choice, flag, int_list, integer, real)
 from stoix_like.errors import ConfigError
-
-INF = math.inf
-
-
-@dataclass(frozen=True)
-class Spec:
-    """What one key may hold. `kind`: "real" (an int is fine too), "int", "bool", "choice" (one of `choices`)
-    or "int_list" (a list of ints, each in the interval)."""
-
-    kind: str
-    meaning: str
-    low: float = -INF
-    high: float = INF
-    low_open: bool = True  # the bound itself is excluded ("(" rather than "[")
-    high_open: bool = True
-    choices: Tuple[str, ...] = ()
-    nullable: bool = False  # null is allowed (and `meaning` says what it means)
-
-    def interval(self) -> str:
-        """The valid range in words a user can act on: "in (0, 1]", "at least 1", "greater than 0", ..."""
-        low, high = _number(self.low), _number(self.high)
-        if self.low > -INF and self.high < INF:
-            return f"in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
-        if self.low > -INF:
-            return f"{'greater than' if self.low_open else 'at least'} {low}"
-        if self.high < INF:
-            return f"{'less than' if self.high_open else 'at most'} {high}"
-        return ""
-
-    def describe(self) -> str:
-        """What the value must be, e.g. "an integer, at least 1", "in (0, 1]", "one of relu, tanh"."""
-        if self.kind == "bool":
-            text = "True or False"
-        elif self.kind == "choice":
-            text = "one of " + ", ".join(self.choices)
-        elif self.kind == "int":
-            text = "an integer" + (", " + self.interval() if self.interval() else "")
-        elif self.kind == "int_list":
-            text = "a list of integers" + (", each " + self.interval() if self.interval() else "")
-        else:
-            text = self.interval() or "a number"
-        return text + (" or null" if self.nullable else "")
-
-    def problem(self, value: Any) -> Optional[str]:
-        """None if `value` is valid, else what is wrong with it ("is out of range", "is not an integer", ...)."""
-        if value is None:
-            return None if self.nullable else "is not set"
-        if self.kind == "bool":
-            return None if isinstance(value, bool) else "is not a boolean"
-        if self.kind == "choice":
-            return None if isinstance(value, str) and value in self.choices else "is not one of the choices"
-        if self.kind == "int_list":
-            if not isinstance(value, (list, tuple)) or not all(_is_int(item) for item in value):
-                return "is not a list of integers"
-            return None if all(self._inside(item) for item in value) else "is out of range"
-        if self.kind == "int":
-            if not (_is_int(value) or _is_whole_float(value)):
-                return "is not an integer"
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-            return "is not a number"
-        return None if self._inside(value) else "is out of range"
-
-    def _inside(self, value: float) -> bool:
-        above = value > self.low if self.low_open else value >= self.low
-        below = value < self.high if self.high_open else value <= self.high
-        return above and below
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_whole_float(value: Any) -> bool:
-    """`arch.total_timesteps=1e6` reaches us as 1000000.0: a whole number, written the way researchers write it."""
-    return isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53
-
-
-def _number(value: float) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _parse_interval(interval: str) -> Dict[str, Any]:
-    """"(0, 1]" -> low=0, high=1, low_open=True, high_open=False; "inf" / "-inf" for an open end."""
-    low, high = (part.strip() for part in interval[1:-1].split(","))
-    parse = lambda text: float(text) if "inf" in text or "." in text or "e" in text else int(text)
-    return dict(low=parse(low), high=parse(high), low_open=interval[0] == "(", high_open=interval[-1] == ")")
-
-
-def real(interval: str, meaning: str, nullable: bool = False) -> Spec:
-    return Spec("real", meaning, nullable=nullable, **_parse_interval(interval))
-
-
-def integer(interval: str, meaning: str, nullable: bool = False) -> Spec:
-    return Spec("int", meaning, nullable=nullable, **_parse_interval(interval))
-
-
-def int_list(interval: str, meaning: str) -> Spec:
-    return Spec("int_list", meaning, **_parse_interval(interval))
-
-
-def flag(meaning: str, nullable: bool = False) -> Spec:
-    return Spec("bool", meaning, nullable=nullable)
-
-
-def choice(choices: Tuple[str, ...], meaning: str) -> Spec:
-    return Spec("choice", meaning, choices=tuple(choices))
-
-
-# Choices of enumerated keys. Kept here as data (importing the modules that define them would import jax);
-# tests/test_config_validation.py checks each against the code that reads it.
-TD_TARGETS = ("q_learning", "double_q_learning", "munchausen")  # systems/dqn.py TD_ERRORS
-DISTRIBUTIONAL_TD_TARGETS = ("q_learning", "double_q_learning")  # systems/distributional_dqn.py
-DISTRIBUTIONS = ("categorical", "quantile")  # systems/distributional_dqn.py DISTRIBUTIONS
-ACTIVATIONS = ("elu", "gelu", "relu", "silu", "tanh")  # networks/torsos.py
-ENV_SUITES = ("gymnax", "brax", "jumanji")  # envs/factory.py AVAILABLE_SUITES
-BRAX_BACKENDS = ("spring", "generalized", "positional", "mjx")
-EVAL_METRICS = ("episode_return", "episode_length")  # what the evaluator measures per episode
-NEPTUNE_MODES = ("async", "sync", "offline", "debug", "read-only")  # logging.py NEPTUNE_MODES
-SAVED_PARAMS = ("best", "latest")  # checkpointing.load_eval_params
-MUNCHAUSEN_KEYS = ("entropy_temperature", "munchausen_coefficient", "munchausen_clip_value_min")
-
-LEARNING_RATE = "learning rate: 0 learns nothing and a negative rate climbs the loss"
-POSITIVE_INT = "[1, inf)"
 
 SPECS: Dict[str, Spec] = {
     # ---------------------------------------------------------------------------- arch (config/arch/anakin.yaml)
@@ -170,57 +54,7 @@ SPECS: Dict[str, Spec] = {
     "arch.collective_timeout_seconds": real(
         "(0, inf)", "seconds a process waits for its peers in a cross-process stage; null: the default",
         nullable=True),
-    # ---------------------------------------------------------------------- system: shared by several systems
-    "system.rollout_length": integer(POSITIVE_INT, "env steps per env in each update"),
-    "system.warmup_rollout_length": integer("[0, inf)", "env steps per env filling the buffer before learning"),
-    "system.epochs": integer(POSITIVE_INT, "on-policy passes over each rollout"),
-    "system.num_minibatches": integer(POSITIVE_INT, "minibatches each epoch splits the rollout into"),
-    "system.gradient_steps_per_update": integer(POSITIVE_INT, "gradient steps on sampled batches per update"),
-    "system.total_batch_size": integer(POSITIVE_INT, "transitions sampled per gradient step, over all devices and "
-                                                     "slots"),
-    "system.total_buffer_size": integer(POSITIVE_INT, "replay capacity in transitions, over all devices and slots"),
-    "system.n_step": integer(POSITIVE_INT, "steps summed into each return before bootstrapping"),
-    "system.prioritized_replay": flag("sample transitions by priority"),
-    "system.priority_exponent": real("[0, 1]", "the priority exponent: 0 samples uniformly"),
-    "system.importance_sampling_exponent": real("[0, 1]", "the importance-sampling exponent: 1 corrects fully"),
-    "system.actor_lr": real("(0, inf)", "the actor_network's " + LEARNING_RATE),
-    "system.critic_lr": real("(0, inf)", "the critic_network's (a state value V) " + LEARNING_RATE),
-    "system.q_lr": real("(0, inf)", "the q_network's (a Q-function) " + LEARNING_RATE),
-    "system.alpha_lr": real("(0, inf)", "SAC's entropy temperature's " + LEARNING_RATE),
-    "system.decay_learning_rates": flag("decay the learning rates linearly to 0 over the run"),
-    "system.gamma": real("(0, 1]", "the discount"),
-    "system.tau": real("(0, 1]", "how far the target moves towards the online network: 1 a hard copy"),
-    "system.target_update_period": integer(POSITIVE_INT, "gradient steps between target moves"),
-    "system.max_grad_norm": real("(0, inf)", "the global gradient-norm clip"),
-    "system.normalize_observations": flag("normalise observations by running statistics"),
-    # PPO
-    "system.gae_lambda": real("[0, 1]", "GAE's lambda: 0 one-step TD, 1 Monte-Carlo"),
-    "system.clip_eps": real("(0, inf)", "PPO's clipping range of the probability ratio and the value"),
-    "system.ent_coef": real("[0, inf)", "the weight of the entropy bonus"),
-    "system.vf_coef": real("(0, inf)", "the weight of the value loss: 0 would never train the critic"),
-    "system.standardize_advantages": flag("standardise advantages per minibatch"),
-    # PQN
-    "system.reward_scale": real("(0, inf)", "the factor rewards are scaled by in the targets"),
-    "system.q_lambda": real("[0, 1]", "Q(lambda)'s lambda: 0 one-step targets, 1 Monte-Carlo"),
-    # DQN family
-    "system.td_target": choice(TD_TARGETS, "the regression target"),
-    "system.epsilon_start": real("[0, 1]", "the initial exploration probability"),
-    "system.epsilon_end": real("[0, 1]", "the final exploration probability"),
-    "system.epsilon_decay_fraction": real("[0, 1]", "the fraction of the env-step budget over which epsilon decays"),
-    "system.huber_delta": real("[0, inf)", "the Huber delta: 0 for the squared error (QR-DQN: plain quantile "
-                                           "regression)"),
-    "system.regularization_weight": real("[0, inf)", "DQN-Reg's weight of Q(s, a) in the loss: 0 for none"),
-    "system.entropy_temperature": real("(0, inf)", "M-DQN's softmax temperature"),
-    "system.munchausen_coefficient": real("[0, 1]", "M-DQN's weight of the log-policy bonus"),
-    "system.munchausen_clip_value_min": real("(-inf, 0]", "M-DQN's lower clip of the log-policy, which is <= 0"),
-    "system.distribution": choice(DISTRIBUTIONS, "how the return distribution is represented"),
-    # continuous control
-    "system.num_critics": integer(POSITIVE_INT, "Q-networks whose minimum is the target"),
-    "system.init_alpha": real("(0, inf)", "SAC's initial entropy temperature, whose log is learnt"),
-    "system.policy_frequency": integer(POSITIVE_INT, "Q-network steps per actor update"),
-    "system.target_policy_noise": real("[0, inf)", "the std of target-policy smoothing noise: 0 for none"),
-    "system.target_noise_clip": real("[0, inf)", "the bound of target-policy smoothing noise"),
-    "system.exploration_noise": real("[0, inf)", "the std of the Gaussian acting noise in [-1, 1]"),
+    # system.*: one row per field of the system schemas (stoix_like/schemas.py), added below
     # ---------------------------------------------------------------- network (config/network/*.yaml; any head)
     "network.*.pre_torso.layer_sizes": int_list(POSITIVE_INT, "the hidden layers' widths"),
     "network.*.pre_torso.activation": choice(ACTIVATIONS, "the hidden layers' activation"),
@@ -254,10 +88,11 @@ SPECS: Dict[str, Spec] = {
     "greedy": flag("evaluate with the policy's mode; null: as the run evaluated", nullable=True),
 }
 
+SPECS.update(schemas.system_specs())
+
 # String keys with no range (names, paths, addresses, `_target_`s), exempt on purpose. A code path that reads
 # them reports a bad one itself (an unknown scenario, a missing checkpoint).
 FREE_FORM: Dict[str, str] = {
-    "system.system_name": "the name the run is logged under",
     "arch.coordinator_address": "HOST:PORT of process 0",
     "env.scenario.name": "the suite's environment name",
     "network.*.*._target_": "the module a network part is built by",
@@ -269,6 +104,7 @@ FREE_FORM: Dict[str, str] = {
     "logger.checkpointing.load_params_from": "a checkpoint whose params start the run",
     "checkpoint": "the checkpoint to evaluate",
 }
+FREE_FORM.update(schemas.system_free_form())
 
 
 def _matches(pattern: str, key: str) -> bool:

@@ -5,13 +5,14 @@ vocabulary, learning rates are named after the network they train, and file and 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
 import pytest
 from conftest import compose_config
 
-from stoix_like import config_schema
+from stoix_like import config_schema, schemas
 from stoix_like.entry import CONFIG_DIR, available_options
 
 ALGORITHMS = sorted(name[: -len(".yaml")] for name in os.listdir(CONFIG_DIR)
@@ -118,3 +119,19 @@ def test_every_env_has_the_one_time_limit_key(tmp_path):
         config = compose_config("ppo", [f"env={env}"], base_exp_path=tmp_path)
         assert "max_episode_steps" in config.env, env
         assert not {"episode_length", "max_episode_steps"} & set(config.env.kwargs or {}), env
+
+
+def test_each_system_config_has_exactly_the_keys_of_its_schema(configs):
+    """The schema (stoix_like/schemas.py) lists the keys the system's code reads; its YAML holds their values."""
+    for name, config in configs.items():
+        schema = schemas.SYSTEM_SCHEMAS[str(config.system.system_name)]
+        assert set(config.system) == schemas.schema_keys(name), (name, schema.__name__)
+
+
+def test_the_blocks_here_are_the_schema_blocks():
+    """The vocabulary this test checks and the schema's blocks are the same sets of names."""
+    block_classes = {"replay": schemas.ReplayBlock, "epsilon-greedy exploration": schemas.EpsilonGreedyBlock,
+                     "target network": schemas.TargetNetworkBlock, "on-policy batches": schemas.OnPolicyBatchesBlock,
+                     "deterministic policy": schemas.DeterministicPolicyBlock, "munchausen": schemas.MunchausenBlock}
+    for block, schema in block_classes.items():
+        assert BLOCKS[block] == {field.name for field in dataclasses.fields(schema)}, block
