@@ -32,29 +32,7 @@ from stoix_like.config_spec import (  # noqa: F401 (the enumerations are read fr
 from stoix_like.errors import ConfigError
 
 SPECS: Dict[str, Spec] = {
-    # ---------------------------------------------------------------------------- arch (config/arch/anakin.yaml)
-    "arch.seed": integer("[0, inf)", "the first seed; seed k of an N-seed run is arch.seed + k"),
-    "arch.num_seeds": integer(POSITIVE_INT, "seeds trained side by side in one program"),
-    "arch.total_num_envs": integer(POSITIVE_INT, "envs over all devices and batch slots"),
-    "arch.total_timesteps": integer(POSITIVE_INT, "env steps per seed, warm-up included"),
-    "arch.num_evaluation": integer(POSITIVE_INT, "evaluations spread over the run"),
-    "arch.num_eval_episodes": integer(POSITIVE_INT, "episodes per evaluation"),
-    "arch.update_batch_size": integer(POSITIVE_INT, "learner copies per device whose gradients are averaged"),
-    "arch.evaluation_greedy": flag("evaluate with the policy's mode instead of sampling"),
-    "arch.multihost": flag("start jax.distributed"),
-    "arch.num_processes": integer("[1, inf)", "processes taking part, with arch.coordinator_address",
-                                  nullable=True),
-    "arch.process_id": integer("[0, inf)", "this process's index, 0 .. arch.num_processes - 1", nullable=True),
-    "arch.multihost_init_timeout_seconds": integer(
-        POSITIVE_INT, "seconds jax.distributed start-up waits for every process; null: the default",
-        nullable=True),
-    "arch.heartbeat_timeout_seconds": integer(
-        POSITIVE_INT, "seconds of silence before jax.distributed declares a process dead; null: the default",
-        nullable=True),
-    "arch.collective_timeout_seconds": real(
-        "(0, inf)", "seconds a process waits for its peers in a cross-process stage; null: the default",
-        nullable=True),
-    # system.*: one row per field of the system schemas (stoix_like/schemas.py), added below
+    # arch.*, system.*, env.*, logger.* and evaluate's keys: one row per schema field (stoix_like/schemas.py)
     # ---------------------------------------------------------------- network (config/network/*.yaml; any head)
     "network.*.pre_torso.layer_sizes": int_list(POSITIVE_INT, "the hidden layers' widths"),
     "network.*.pre_torso.activation": choice(ACTIVATIONS, "the hidden layers' activation"),
@@ -65,46 +43,17 @@ SPECS: Dict[str, Spec] = {
     "network.*.*.num_quantiles": integer(POSITIVE_INT, "the return quantiles per action"),
     "network.*.*.dueling": flag("separate value and advantage streams"),
     "network.*.*.noisy": flag("noisy layers in the head"),
-    # ----------------------------------------------------------------------------- env (config/env/*/*.yaml)
-    "env.suite": choice(ENV_SUITES, "the environment suite"),
-    "env.eval_metric": choice(EVAL_METRICS, "the evaluation metric"),
-    "env.solved_return": real("(-inf, inf)", "the return that counts as solved; null: none", nullable=True),
     "env.kwargs.backend": choice(BRAX_BACKENDS, "brax's physics pipeline"),
-    "env.max_episode_steps": integer(POSITIVE_INT, "the time limit in steps, a truncation; null: the suite's own",
-                                     nullable=True),
-    # ------------------------------------------------------------------------- logger (config/logger/default.yaml)
-    "logger.use_console": flag("log to the console"),
-    "logger.use_json": flag("write metrics.json"),
-    "logger.kind.tensorboard.enabled": flag("write TensorBoard scalars"),
-    "logger.kind.neptune.enabled": flag("log to Neptune"),
-    "logger.kind.neptune.mode": choice(NEPTUNE_MODES, "Neptune's connection mode"),
-    "logger.checkpointing.save_model": flag("save a checkpoint at each evaluation"),
-    "logger.checkpointing.keep_last": integer(POSITIVE_INT, "the checkpoints kept, besides the best"),
-    "logger.checkpointing.resume": flag("continue the run saved in logger.checkpointing.directory"),
-    # ---------------------------------------------------------------------------- evaluate (config/evaluate.yaml)
-    "params": choice(SAVED_PARAMS, "which saved params to evaluate"),
-    "num_episodes": integer(POSITIVE_INT, "episodes to evaluate"),
-    "seed": integer("[0, inf)", "the evaluation's own seed"),
-    "greedy": flag("evaluate with the policy's mode; null: as the run evaluated", nullable=True),
 }
 
-SPECS.update(schemas.system_specs())
+SPECS.update(schemas.specs())
 
 # String keys with no range (names, paths, addresses, `_target_`s), exempt on purpose. A code path that reads
 # them reports a bad one itself (an unknown scenario, a missing checkpoint).
 FREE_FORM: Dict[str, str] = {
-    "arch.coordinator_address": "HOST:PORT of process 0",
-    "env.scenario.name": "the suite's environment name",
     "network.*.*._target_": "the module a network part is built by",
-    "logger.base_exp_path": "the run directory outside Hydra",
-    "logger.kind.neptune.project": "WORKSPACE/PROJECT",
-    "logger.kind.neptune.tags": "Neptune tags",
-    "logger.checkpointing.directory": "where checkpoints go",
-    "logger.checkpointing.resume_from": "a checkpoint to continue from",
-    "logger.checkpointing.load_params_from": "a checkpoint whose params start the run",
-    "checkpoint": "the checkpoint to evaluate",
+    **schemas.free_form(),
 }
-FREE_FORM.update(schemas.system_free_form())
 
 
 def _matches(pattern: str, key: str) -> bool:

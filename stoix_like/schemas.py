@@ -1,20 +1,26 @@
-"""The system schemas: dataclasses composed of shared blocks, one field per key, its range and doc in `metadata`.
+"""Config schemas: dataclasses whose fields are the keys, each with its range and doc in `metadata`.
+
+The `arch`, `env` and `logger` groups and `config/evaluate.yaml` have one schema each; a system's schema is
+composed of shared blocks.
 
 A block is one idea several systems share, under one set of names (docs/glossary.md): the ε-greedy schedule,
 replay, the target network, an optimiser, ... Each system's schema inherits the blocks it uses plus its own
 keys, so it lists exactly the keys its code reads; `tests/test_vocabulary.py` checks every shipped
 `config/system/*.yaml` against its schema. A field's `metadata["spec"]` (stoix_like/config_spec.py) is its type,
 valid range and one-line doc: `config_schema.SPECS` reads every `system.*` range from here, so a range is written
-once. The YAML files hold the values (fields have no defaults: `???`). No jax, no Hydra.
+once (the same goes for `arch.*`, `env.*`, `logger.*` and evaluate's keys). The YAML files hold the values
+(fields have no defaults: `???`). Network parts are Hydra `_target_`s with open keyword arguments, so they have no
+schema here: their rows are patterns in config_schema.SPECS. No jax, no Hydra.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, Type
+from typing import Any, Dict, List, Optional, Type
 
-from stoix_like.config_spec import (DISTRIBUTIONS, POSITIVE_INT, TD_TARGETS, Spec, choice, flag, integer, real)
+from stoix_like.config_spec import (DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, NEPTUNE_MODES, POSITIVE_INT,
+                                    SAVED_PARAMS, TD_TARGETS, Spec, choice, flag, integer, real)
 
 REQUIRED = "???"  # OmegaConf's MISSING: the value comes from the YAML
 
@@ -29,7 +35,114 @@ def text(doc: str) -> Any:
     return field(default=REQUIRED, metadata={"doc": doc})
 
 
+def part(schema: Type[Any]) -> Any:
+    """A nested block of keys (`logger.checkpointing`)."""
+    return field(default_factory=schema)
+
+
 LEARNING_RATE = "learning rate: 0 learns nothing and a negative rate climbs the loss"
+
+
+# ---------------------------------------------------------------------------------- arch, env, logger, evaluate
+
+@dataclass
+class ArchSchema:
+    """config/arch/anakin.yaml"""
+    seed: int = key(integer("[0, inf)", "the first seed; seed k of an N-seed run is arch.seed + k"))
+    num_seeds: int = key(integer(POSITIVE_INT, "seeds trained side by side in one program"))
+    total_num_envs: int = key(integer(POSITIVE_INT, "envs over all devices and batch slots"))
+    total_timesteps: int = key(integer(POSITIVE_INT, "env steps per seed, warm-up included"))
+    num_evaluation: int = key(integer(POSITIVE_INT, "evaluations spread over the run"))
+    num_eval_episodes: int = key(integer(POSITIVE_INT, "episodes per evaluation"))
+    update_batch_size: int = key(integer(POSITIVE_INT, "learner copies per device whose gradients are averaged"))
+    evaluation_greedy: bool = key(flag("evaluate with the policy's mode instead of sampling"))
+    multihost: bool = key(flag("start jax.distributed"))
+    coordinator_address: Optional[str] = text("HOST:PORT of process 0")
+    num_processes: Optional[int] = key(integer("[1, inf)", "processes taking part, with arch.coordinator_address",
+                                               nullable=True))
+    process_id: Optional[int] = key(integer("[0, inf)", "this process's index, 0 .. arch.num_processes - 1",
+                                            nullable=True))
+    multihost_init_timeout_seconds: Optional[int] = key(integer(
+        POSITIVE_INT, "seconds jax.distributed start-up waits for every process; null: the default", nullable=True))
+    heartbeat_timeout_seconds: Optional[int] = key(integer(
+        POSITIVE_INT, "seconds of silence before jax.distributed declares a process dead; null: the default",
+        nullable=True))
+    collective_timeout_seconds: Optional[float] = key(real(
+        "(0, inf)", "seconds a process waits for its peers in a cross-process stage; null: the default",
+        nullable=True))
+
+
+@dataclass
+class ScenarioSchema:
+    name: str = text("the suite's environment name")
+
+
+@dataclass
+class EnvSchema:
+    """config/env/<suite>/<task>.yaml. `kwargs` go to the suite's adapter as they are (brax's `backend` has a
+    pattern row in config_schema.SPECS)."""
+    suite: str = key(choice(ENV_SUITES, "the environment suite"))
+    scenario: ScenarioSchema = part(ScenarioSchema)
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    max_episode_steps: Optional[int] = key(integer(
+        POSITIVE_INT, "the time limit in steps, a truncation; null: the suite's own", nullable=True))
+    eval_metric: str = key(choice(EVAL_METRICS, "the evaluation metric"))
+    solved_return: Optional[float] = key(real("(-inf, inf)", "the return that counts as solved; null: none",
+                                              nullable=True))
+
+
+@dataclass
+class TensorboardSchema:
+    enabled: bool = key(flag("write TensorBoard scalars"))
+
+
+@dataclass
+class NeptuneSchema:
+    enabled: bool = key(flag("log to Neptune"))
+    project: Optional[str] = text("WORKSPACE/PROJECT")
+    mode: str = key(choice(NEPTUNE_MODES, "Neptune's connection mode"))
+    tags: List[str] = field(default_factory=list, metadata={"doc": "Neptune tags"})
+
+
+@dataclass
+class LoggerKindSchema:
+    tensorboard: TensorboardSchema = part(TensorboardSchema)
+    neptune: NeptuneSchema = part(NeptuneSchema)
+
+
+@dataclass
+class CheckpointingSchema:
+    save_model: bool = key(flag("save a checkpoint at each evaluation"))
+    directory: Optional[str] = text("where checkpoints go")
+    keep_last: int = key(integer(POSITIVE_INT, "the checkpoints kept, besides the best"))
+    resume: bool = key(flag("continue the run saved in logger.checkpointing.directory"))
+    resume_from: Optional[str] = text("a checkpoint to continue from")
+    load_params_from: Optional[str] = text("a checkpoint whose params start the run")
+
+
+@dataclass
+class LoggerSchema:
+    """config/logger/default.yaml"""
+    base_exp_path: str = text("the run directory outside Hydra")
+    use_console: bool = key(flag("log to the console"))
+    use_json: bool = key(flag("write metrics.json"))
+    kind: LoggerKindSchema = part(LoggerKindSchema)
+    checkpointing: CheckpointingSchema = part(CheckpointingSchema)
+
+
+@dataclass
+class EvaluateSchema:
+    """config/evaluate.yaml (top-level keys)"""
+    checkpoint: str = text("the checkpoint to evaluate")
+    params: str = key(choice(SAVED_PARAMS, "which saved params to evaluate"))
+    num_episodes: int = key(integer(POSITIVE_INT, "episodes to evaluate"))
+    seed: int = key(integer("[0, inf)", "the evaluation's own seed"))
+    greedy: Optional[bool] = key(flag("evaluate with the policy's mode; null: as the run evaluated", nullable=True))
+
+
+# group -> its schema ("" for evaluate's top-level keys)
+GROUP_SCHEMAS: Dict[str, Type[Any]] = {"arch": ArchSchema, "env": EnvSchema, "logger": LoggerSchema,
+                                       "": EvaluateSchema}
 
 
 # ----------------------------------------------------------------------------------------------------- blocks
@@ -187,21 +300,35 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
 }
 
 
-def system_specs() -> Dict[str, Spec]:
-    """`system.<field>` -> its spec, over every system schema (a shared block gives one spec per key)."""
-    specs: Dict[str, Spec] = {}
+def _walk(schema: Type[Any], prefix: str):
+    """(dotted key, field) of every leaf field, nested blocks entered."""
+    for schema_field in dataclasses.fields(schema):
+        nested = schema_field.default_factory if schema_field.default_factory is not dataclasses.MISSING else None
+        if nested is not None and dataclasses.is_dataclass(nested):
+            yield from _walk(nested, f"{prefix}{schema_field.name}.")
+        else:
+            yield f"{prefix}{schema_field.name}", schema_field
+
+
+def _all_fields():
+    for group, schema in GROUP_SCHEMAS.items():
+        yield from _walk(schema, f"{group}." if group else "")
     for schema in SYSTEM_SCHEMAS.values():
-        for schema_field in dataclasses.fields(schema):
-            if "spec" in schema_field.metadata:
-                spec = schema_field.metadata["spec"]
-                assert specs.setdefault(f"system.{schema_field.name}", spec) == spec, schema_field.name
-    return specs
+        yield from _walk(schema, "system.")
 
 
-def system_free_form() -> Dict[str, str]:
-    """`system.<field>` -> its doc, for the free-form string fields (names)."""
-    return {f"system.{schema_field.name}": schema_field.metadata["doc"]
-            for schema in SYSTEM_SCHEMAS.values() for schema_field in dataclasses.fields(schema)
+def specs() -> Dict[str, Spec]:
+    """Dotted key -> its spec, over every schema (a block shared by several systems gives one spec per key)."""
+    found: Dict[str, Spec] = {}
+    for dotted, schema_field in _all_fields():
+        if "spec" in schema_field.metadata:
+            assert found.setdefault(dotted, schema_field.metadata["spec"]) == schema_field.metadata["spec"], dotted
+    return found
+
+
+def free_form() -> Dict[str, str]:
+    """Dotted key -> its doc, for the free-form fields (names, paths, addresses)."""
+    return {dotted: schema_field.metadata["doc"] for dotted, schema_field in _all_fields()
             if "doc" in schema_field.metadata}
 
 

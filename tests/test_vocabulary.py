@@ -135,3 +135,32 @@ def test_the_blocks_here_are_the_schema_blocks():
                      "deterministic policy": schemas.DeterministicPolicyBlock, "munchausen": schemas.MunchausenBlock}
     for block, schema in block_classes.items():
         assert BLOCKS[block] == {field.name for field in dataclasses.fields(schema)}, block
+
+
+def test_arch_env_and_logger_have_exactly_the_keys_of_their_schemas(configs, tmp_path):
+    def keys(schema, prefix=""):
+        for schema_field in dataclasses.fields(schema):
+            nested = schema_field.default_factory
+            if nested is not dataclasses.MISSING and dataclasses.is_dataclass(nested):
+                yield from keys(nested, f"{prefix}{schema_field.name}.")
+            else:
+                yield f"{prefix}{schema_field.name}"
+
+    def shipped_keys(node, prefix=""):
+        for name, value in node.items():
+            if isinstance(value, dict) and name != "kwargs":  # env kwargs go to the suite as they are
+                yield from shipped_keys(value, f"{prefix}{name}.")
+            else:
+                yield f"{prefix}{name}"
+
+    from omegaconf import OmegaConf
+
+    configs = [compose_config("ppo", [f"env={env}"], base_exp_path=tmp_path) for env in available_options("env")]
+    for config in configs:
+        container = OmegaConf.to_container(config, resolve=False)
+        for group, schema in schemas.GROUP_SCHEMAS.items():
+            if group:
+                assert set(shipped_keys(container[group])) == set(keys(schema)), group
+    evaluate = OmegaConf.to_container(compose_config("evaluate", ["checkpoint=x"]), resolve=False)
+    assert set(shipped_keys({key: value for key, value in evaluate.items() if key != "hydra"})) == set(
+        keys(schemas.EvaluateSchema))
