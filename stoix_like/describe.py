@@ -25,12 +25,9 @@ def describe_lines(config: Any) -> List[str]:
 
 def describe(config_name: str, overrides: Sequence[str]) -> str:
     """The description of `config/<config_name>.yaml` composed with `overrides` (group options pick a variant)."""
-    from hydra import compose, initialize_config_dir
+    from stoix_like.entry import compose_config
 
-    from stoix_like.entry import CONFIG_DIR
-
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        config = compose(config_name, overrides=list(overrides))
+    config = compose_config(config_name, list(overrides))
     header = (f"{config_name}: every key as `key  type and valid range  default  meaning` "
               f"(set one with key=value; docs/configuration.md, docs/glossary.md)")
     return "\n".join([header, *describe_lines(config)])

@@ -132,7 +132,8 @@ def test_a_spec_accepts(key, value):
 
 
 def test_a_whole_number_written_as_a_float_is_an_int(compose):
-    """`arch.total_timesteps=1e6` is how budgets are written; Hydra reads it as 1000000.0."""
+    """`arch.total_timesteps=1e6` is how budgets are written; Hydra reads it as 1000000.0, which the int field
+    would refuse: the entry and compose_config pass it on as 1000000."""
     config = compose("ppo", ["arch.total_timesteps=1e6", "arch.num_seeds=2.0"])
     config_schema.validate(config)
     assert config.arch.total_timesteps == 1_000_000 and isinstance(config.arch.total_timesteps, int)
@@ -157,7 +158,8 @@ def test_a_missing_required_value_is_named():
 def test_more_problems_are_counted_on_the_one_line(compose):
     with pytest.raises(ConfigError) as error:
         config_schema.validate(compose("ppo", ["system.gamma=2", "system.gae_lambda=2"]))
-    assert str(error.value).startswith("system.gamma=2 is out of range") and "(1 more problem" in str(error.value)
+    # the schema types gamma as a float: the composed value is 2.0
+    assert str(error.value).startswith("system.gamma=2.0 is out of range") and "(1 more problem" in str(error.value)
     assert "\n" not in str(error.value)
 
 
@@ -332,6 +334,7 @@ BAD_INPUTS = [
     ("d4pg", ["network.q_network.q_head.v_max=-2000"], "network.q_network.q_head.v_max=-2000"),
     ("evaluate", EVALUATE + ["num_episodes=0"], "num_episodes=0"),
     ("evaluate", EVALUATE + ["params=worst"], "params=worst"),
+    ("ppo", ["+arch.seed=3"], "Could not append to config. An item is already at 'arch.seed'"),  # Hydra's, one line
 ]
 # Old names (docs/glossary.md): each is refused with its new name, on the command line (the pre-check) and when a
 # composed config carries it (`+key=...` skips the pre-check, so validate() answers).
@@ -466,3 +469,27 @@ def test_describe_lists_every_key_with_its_type_default_and_meaning(python_subpr
 def test_describe_refuses_an_old_option_in_one_line(python_subprocess, tmp_path):
     completed = python_subprocess(["-m", "experiments.td3", "--describe", "network=mlp_dpg"], cwd=tmp_path, timeout=120)
     assert completed.returncode == 2 and completed.stderr.strip() == "error: network=mlp_dpg was renamed to network=mlp_td3."
+
+
+# ------------------------------------------------------------------------------------------ typed composition
+
+def test_composition_types_every_group_by_its_schema(compose):
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ValidationError
+
+    from stoix_like import schemas
+
+    config = compose("qr_dqn")
+    assert OmegaConf.get_type(config.system) is schemas.QRDQNSchema
+    assert OmegaConf.get_type(config.arch) is schemas.ArchSchema
+    assert OmegaConf.get_type(config.env) is schemas.EnvSchema
+    assert OmegaConf.get_type(config.logger) is schemas.LoggerSchema
+    with pytest.raises(ValidationError):
+        config.system.gradient_steps_per_update = "many"
+
+
+def test_a_whole_number_written_as_a_float_reaches_the_run_as_an_int(python_subprocess, tmp_path):
+    completed = python_subprocess(["-m", "experiments.ppo", "arch.total_timesteps=2e6", "--cfg", "job"],
+                                  cwd=tmp_path, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "total_timesteps: 2000000\n" in completed.stdout

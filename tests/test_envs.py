@@ -345,6 +345,7 @@ def _registered_names(suite: str) -> set:
 @pytest.mark.parametrize("path", ENV_CONFIGS, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_env_config_has_exact_keys_and_registered_name(path):
     config = yaml.safe_load(path.read_text())
+    assert config.pop("defaults")[0] == "/schema/env@_here_"  # typed by stoix_like.schemas.EnvSchema
     assert set(config) == {"suite", "scenario", "kwargs", "max_episode_steps", "eval_metric", "solved_return"}
     assert config["max_episode_steps"] is None or config["max_episode_steps"] >= 1
     assert config["suite"] == path.parent.name
