@@ -1,4 +1,5 @@
-"""Every config key's type and valid range, as one table of data; `validate(config)` checks a composed config.
+"""Every config key's type and valid range as one table, read from the schemas; `validate(config)` checks a
+composed config's ranges and the rules that relate keys, and RENAMED refuses the old names.
 
 `SPECS` maps a dotted key (a `*` stands for exactly one path segment, e.g. `network.*.pre_torso.layer_sizes`) to a
 `Spec`: its type, its valid interval or choices, whether null is allowed, and what the key means. `FREE_FORM` lists
@@ -10,10 +11,12 @@ a support has v_min < v_max, ...).
 e.g. `system.gamma=1.5 is out of range: gamma must be in (0, 1] (the discount).`, before envs, setup or
 compilation. Ranges are about validity, not taste: any value a run can use sanely passes.
 
-The `system.*` rows are not written here: each comes from a field of the system schemas (stoix_like/schemas.py),
-dataclasses composed of shared blocks whose field metadata holds the spec, so a range is written once.
+Only the network parts' pattern rows are written here: every `arch.*`, `system.*`, `env.*`, `logger.*` and
+evaluate row comes from a field of the schemas (stoix_like/schemas.py), dataclasses (a system's composed of shared
+blocks) whose field metadata holds the spec, so a range is written once. Composition types the keys (Hydra refuses
+a wrong type); this module adds the ranges, which Hydra does not check.
 
-Adding a config key? Add its field to a schema (system keys) or its row here (arch, env, logger, network parts);
+Adding a config key? Add its field to a schema, or a pattern row here for a network part's argument;
 `tests/test_config_validation.py` fails for any leaf of a shipped config that has neither a spec nor a FREE_FORM
 entry. This module imports no jax, so it checks a config in milliseconds.
 """
