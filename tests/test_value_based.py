@@ -229,6 +229,13 @@ def test_a_head_that_does_not_fit_the_system_is_refused(compose, name, network, 
     assert "head" in message and wanted in message
 
 
+@pytest.mark.parametrize("network", ["mlp_ppo", "mlp_sac", "mlp_td3"])
+def test_an_actor_critic_network_is_refused_by_a_q_learning_system(compose, network):
+    # mlp_sac and mlp_td3 have a q_network too, of Q(s, a): not one value per action
+    message = setup_error(compose, "dqn", [f"network={network}"])
+    assert "no q_network of one value per action" in message and "mlp_dqn" in message
+
+
 def test_a_continuous_action_env_is_refused_by_a_discrete_system(compose):
     assert "continuous actions" in setup_error(compose, "dqn", ["env=gymnax/pendulum"])
 

@@ -127,8 +127,9 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
     if not isinstance(env.action_space, DiscreteActionSpace):
         raise ConfigError(f"{config.env.scenario.name} has continuous actions; {name} needs discrete ones "
                           f"(use experiments.sac / td3 / ddpg for continuous control).")
-    if "q_network" not in config.network:
-        raise ConfigError(f"the network config has no q_network, which {name} needs; "
+    if "q_network" not in config.network or "actor_network" in config.network:
+        # an actor-critic network (SAC's, TD3's) has a q_network too, but of Q(s, a): not one value per action
+        raise ConfigError(f"the network config has no q_network of one value per action, which {name} needs; "
                           f"use e.g. network={example_networks}.")
     q_network = build_q_network(config.network, env.action_space)
     _, example = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
