@@ -28,9 +28,9 @@ CHUNKS = 10_000
 # CPU-sized settings for a running budget of minutes (the defaults are for Pendulum / CartPole).
 OVERRIDES = {
     "sac": ["arch.total_num_envs=16", "system.rollout_length=2", "system.warmup_rollout_length=64",
-            "system.epochs=4", "system.normalize_observations=True",
+            "system.gradient_steps_per_update=4", "system.normalize_observations=True",
             "network.actor_network.pre_torso.layer_sizes=[256,256]",
-            "network.critic_network.pre_torso.layer_sizes=[256,256]"],
+            "network.q_network.pre_torso.layer_sizes=[256,256]"],
     "ppo": ["arch.total_num_envs=64", "system.rollout_length=32", "system.epochs=4", "system.num_minibatches=8",
             "system.actor_lr=3e-4", "system.critic_lr=3e-4", "system.decay_learning_rates=False",
             "system.ent_coef=0.001", "system.normalize_observations=True"],
@@ -41,7 +41,7 @@ UPDATES_PER_CHUNK = {"sac": 100, "ppo": 2}
 def config_for(algorithm: str, episode_length: int, seed: int):
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose(config_name=algorithm, overrides=[
-            "env=brax/halfcheetah", f"env.kwargs.episode_length={episode_length}", f"arch.seed={seed}",
+            "env=brax/halfcheetah", f"env.max_episode_steps={episode_length}", f"arch.seed={seed}",
             "arch.evaluation_greedy=True", f"arch.num_evaluation={CHUNKS}", *OVERRIDES[algorithm]])
     system = config.system
     envs_total = int(config.arch.total_num_envs)

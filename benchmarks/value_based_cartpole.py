@@ -85,13 +85,14 @@ def rejax_run(algo_cls_name: str, config: Dict, seed: int, eval_episodes: int) -
 
 def rejax_dqn_config(system, network) -> Dict:
     """Our DQN config in rejax's terms. rejax steps every env once per iteration, then takes `num_epochs`
-    gradient steps: ours takes `epochs` gradient steps per `rollout_length` steps, the same number per env step.
-    Its target update happens every `target_update_freq` env steps; ours every `target_update_period` gradient
-    steps, converted here. Differences it does not let us remove: its buffer fill is uniform-random acting (ours
+    gradient steps: ours takes `gradient_steps_per_update` gradient steps per `rollout_length` steps, the same
+    number per env step. Its target update (Polyak with `polyak`, or a copy) happens every `target_update_freq` env
+    steps; ours every `target_update_period` gradient steps, converted here. Differences it does not let us remove: its buffer fill is uniform-random acting (ours
     acts ε-greedily, ε = 1 at first, so the same), it clips gradients element-wise rather than by global norm,
     and it treats time-limit ends as terminations."""
-    gradient_steps_per_iteration = int(system.epochs) // int(system.rollout_length)
-    assert gradient_steps_per_iteration * int(system.rollout_length) == int(system.epochs), "no exact rejax equivalent"
+    gradient_steps = int(system.gradient_steps_per_update)
+    gradient_steps_per_iteration = gradient_steps // int(system.rollout_length)
+    assert gradient_steps_per_iteration * int(system.rollout_length) == gradient_steps, "no exact rejax equivalent"
     env_steps_per_gradient_step = NUM_ENVS / gradient_steps_per_iteration
     if list(network.q_network.pre_torso.layer_sizes) != [64, 64]:
         print("note: rejax's DQN network is fixed at 64×64; ours is "
@@ -99,14 +100,13 @@ def rejax_dqn_config(system, network) -> Dict:
     return dict(
         agent="QNetwork", agent_kwargs={"activation": str(network.q_network.pre_torso.activation)},
         num_envs=NUM_ENVS, num_epochs=gradient_steps_per_iteration, total_timesteps=DQN_TOTAL_TIMESTEPS,
-        eval_freq=DQN_TOTAL_TIMESTEPS, buffer_size=int(system.buffer_size),
-        fill_buffer=int(system.warmup_rollout_length) * NUM_ENVS, batch_size=int(system.batch_size),
+        eval_freq=DQN_TOTAL_TIMESTEPS, buffer_size=int(system.total_buffer_size),
+        fill_buffer=int(system.warmup_rollout_length) * NUM_ENVS, batch_size=int(system.total_batch_size),
         learning_rate=float(system.q_lr), max_grad_norm=float(system.max_grad_norm), gamma=float(system.gamma),
         eps_start=float(system.epsilon_start), eps_end=float(system.epsilon_end),
         exploration_fraction=float(system.epsilon_decay_fraction), ddqn=system.td_target == "double_q_learning",
         polyak=1.0 - float(system.tau) if float(system.tau) < 1.0 else 0.0,
-        target_update_freq=(1 if float(system.tau) < 1.0
-                            else int(round(int(system.target_update_period) * env_steps_per_gradient_step))),
+        target_update_freq=int(round(int(system.target_update_period) * env_steps_per_gradient_step)),
     )
 
 
@@ -119,8 +119,8 @@ def rejax_pqn_config(system, network) -> Dict:
         num_envs=NUM_ENVS, num_steps=PQN_ROLLOUT_LENGTH, num_epochs=int(system.epochs),
         num_minibatches=int(system.num_minibatches), total_timesteps=PQN_TOTAL_TIMESTEPS,
         eval_freq=PQN_TOTAL_TIMESTEPS, learning_rate=float(system.q_lr), max_grad_norm=float(system.max_grad_norm),
-        gamma=float(system.gamma), td_lambda=float(system.q_lambda), eps_start=1.0,
-        eps_end=float(system.training_epsilon), exploration_fraction=float(system.exploration_fraction),
+        gamma=float(system.gamma), td_lambda=float(system.q_lambda), eps_start=float(system.epsilon_start),
+        eps_end=float(system.epsilon_end), exploration_fraction=float(system.epsilon_decay_fraction),
     )
 
 

@@ -13,7 +13,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.plugins import Plugins
 from omegaconf import DictConfig, OmegaConf
 
-from stoix_like import config_schema
+from stoix_like import config_schema, schemas
 from stoix_like.errors import ConfigError
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
@@ -54,14 +54,60 @@ def register_plugin_defaults() -> None:
                                      node=SlurmQueueConf(name=job_name, timeout_min=240, max_num_timeout=3))
 
 
+def register_schemas() -> None:
+    """The schemas (stoix_like/schemas.py) in Hydra's ConfigStore, where the YAMLs' defaults lists name them
+    (`- /schema/system/dqn@_here_`): composing a config then types every key, so Hydra refuses a wrong type or an
+    unknown key. Run on import of this module, which every composition goes through (`compose_config`, the
+    entry, and CONFIG_DIR for code that composes by itself)."""
+    store = ConfigStore.instance()
+    for name, schema in schemas.SYSTEM_SCHEMAS.items():
+        store.store(group="schema/system", name=name, node=schema, provider="stoix_like")
+    for group, schema in schemas.GROUP_SCHEMAS.items():
+        if group:  # evaluate's top-level keys are checked by validate() only
+            store.store(group="schema", name=group, node=schema, provider="stoix_like")
+
+
+register_schemas()
+
+
+def whole_numbers_as_ints(overrides: list[str]) -> list[str]:
+    """`arch.total_timesteps=1e6` is how budgets are written; Hydra reads `1e6` as a float, which an int field
+    refuses. A whole number written so at an int key is passed on as `1000000`; anything else is left as it is."""
+    rewritten = []
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        spec = config_schema.spec_of(key.lstrip("+~"))
+        if sep and spec is not None and spec.kind == "int":
+            try:
+                number = float(value)
+            except ValueError:  # not a plain number: a sweep, an interpolation, null, ...
+                number = None
+            if number is not None and number.is_integer() and abs(number) < 2 ** 53:
+                override = f"{key}={int(number)}"
+        rewritten.append(override)
+    return rewritten
+
+
+def compose_config(config_name: str, overrides: list[str] | tuple = ()) -> DictConfig:
+    """The config `python -m experiments.<config_name> <overrides>` runs, composed without launching anything
+    (struct mode on, every key typed by its schema)."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        return compose(config_name, overrides=whole_numbers_as_ints(list(overrides)))
+
+
 CONFIG_GROUPS = ("arch", "system", "network", "env", "logger")
 
 
 def available_options(group: str) -> list[str]:
-    """Every option of a config group, nested folders included (`env` -> gymnax/cartpole, brax/ant, ...)."""
+    """Every option of a config group, nested folders included (`env` -> gymnax/cartpole, brax/ant, ...).
+    A group's `shared/` folder holds values its options extend (config/system/shared/q_learning.yaml), not options."""
     root = os.path.join(CONFIG_DIR, group)
     options = []
     for folder, _, files in os.walk(root):
+        if os.path.relpath(folder, root).split(os.sep)[0] == "shared":
+            continue
         for name in files:
             if name.endswith(".yaml"):
                 options.append(os.path.relpath(os.path.join(folder, name), root)[: -len(".yaml")])
@@ -72,9 +118,13 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
     """One line saying what is wrong with the command line's overrides, or None.
 
     Hydra reports an unknown option or key in several lines (and lists no options in nested groups like
-    env/gymnax/...); this check answers first, in one line with the available choices or a close match.
-    Sweeps (`a=1,2`, `choice(...)`) and anything unusual are left to Hydra.
+    env/gymnax/...); this check answers first, in one line: an old name with its new one
+    (config_schema.RENAMED), else the available choices or a close match.
+    A value of the wrong type is named as validate() would name it; whatever Hydra still refuses when composing
+    is reported by its first line. Sweeps (`a=1,2`, `choice(...)`, `-m`) and anything unusual are left to Hydra.
     """
+    if any(arg in ("-m", "--multirun") for arg in overrides):
+        return None
     group_overrides, key_overrides = [], []
     for override in overrides:
         if "=" not in override or override.startswith(("-", "+", "~")):
@@ -85,19 +135,21 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
                 return None  # a sweep over options: Hydra expands and checks it
             options = available_options(key)
             if value not in options:
+                renamed = config_schema.renamed_option_problem(key, value)
+                if renamed:
+                    return renamed
                 close = difflib.get_close_matches(value, options, n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 return f"unknown {key} {value!r}{hint}; available: {', '.join(options)}"
             group_overrides.append(override)
         elif "/" not in key and not key.startswith("hydra"):
             key_overrides.append(key)
-    if not key_overrides:
-        return None
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        config = compose(config_name, overrides=group_overrides)
+    config = compose_config(config_name, group_overrides)
+    system_name = config_schema.system_name_of(config)
     for key in key_overrides:
+        renamed = config_schema.renamed_key_problem(key, system_name)
+        if renamed:
+            return renamed
         parent_key, _, leaf = key.rpartition(".")
         parent = OmegaConf.select(config, parent_key, default=None) if parent_key else config
         siblings = [str(k) for k in parent.keys()] if isinstance(parent, DictConfig) else []
@@ -105,6 +157,41 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
             close = difflib.get_close_matches(leaf, siblings, n=1)
             hint = f"did you mean {(parent_key + '.' if parent_key else '') + close[0]}? " if close else ""
             return f"unknown config key {key!r}; {hint}(to add a new key on purpose, write +{key}=...)"
+    return _value_problem(overrides) or _composition_problem(config_name, overrides)
+
+
+def _plain_overrides(overrides: list[str]) -> list[str]:
+    """The overrides a plain compose takes: no flags, no Hydra settings."""
+    return [override for override in overrides if not override.startswith("-") and "=" in override
+            and not override.lstrip("+~").startswith("hydra")]
+
+
+def _value_problem(overrides: list[str]) -> str | None:
+    """A value of the wrong type or out of its range, named in config_schema's words (Hydra would coerce `1` to
+    True, or refuse `2.5` for an int in several lines)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for override in whole_numbers_as_ints(_plain_overrides(overrides)):
+        parsed = parser.parse_override(override)
+        if parsed.is_sweep_override() or parsed.is_delete():
+            continue
+        problem = config_schema.check_key(parsed.key_or_group, parsed.value())
+        if problem:
+            return problem
+    return None
+
+
+def _composition_problem(config_name: str, overrides: list[str]) -> str | None:
+    """Whatever Hydra refuses when it composes the whole command line (a typed key that cannot take a value, a
+    key added to a typed block), as one line."""
+    try:
+        compose_config(config_name, _plain_overrides(overrides))
+    except Exception as error:  # Hydra's composition errors have several types; each says what went wrong
+        reasons = [str(error).strip().splitlines()[0]]
+        if error.__cause__ is not None and str(error.__cause__).strip():
+            reasons.append(str(error.__cause__).strip().splitlines()[0])
+        return ": ".join(reasons)
     return None
 
 
@@ -124,6 +211,8 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
             sys.exit(2)
 
     def main() -> float:
+        if "--describe" in sys.argv[1:]:
+            _describe_and_exit(config_name, [arg for arg in sys.argv[1:] if arg != "--describe"])
         try:
             problem = check_overrides(config_name, sys.argv[1:])
         except Exception:  # the pre-check only sharpens messages; Hydra still validates everything itself
@@ -131,9 +220,23 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             sys.exit(2)
+        sys.argv = [sys.argv[0], *whole_numbers_as_ints(sys.argv[1:])]
         return hydra_main()
 
     return main
+
+
+def _describe_and_exit(config_name: str, overrides: list[str]) -> None:
+    """`--describe`: print every key of the composed config with its type, range, default and meaning; exit 0
+    (exit 2 with one line if the overrides themselves are wrong)."""
+    from stoix_like.describe import describe
+
+    problem = check_overrides(config_name, overrides)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        sys.exit(2)
+    print(describe(config_name, overrides))
+    sys.exit(0)
 
 
 def _resolve(run_experiment: str | Callable[[DictConfig], float]) -> Callable[[DictConfig], float]:

@@ -3,6 +3,8 @@ for deterministic continuous policies Gaussian perturbations of actions in the n
 
 from __future__ import annotations
 
+from typing import Callable
+
 import jax
 import jax.numpy as jnp
 
@@ -13,6 +15,19 @@ def linear_epsilon(step: jax.Array, start: float, end: float, decay_steps: int) 
     """Epsilon after `step` acting steps, decayed linearly from `start` to `end` over `decay_steps`."""
     fraction = jnp.clip(step / max(decay_steps, 1), 0.0, 1.0)
     return start + fraction * (end - start)
+
+
+def epsilon_schedule(start: float, end: float, decay_fraction: float, duration: int
+                     ) -> Callable[[jax.Array], jax.Array]:
+    """The ε-greedy block's schedule (`epsilon_start`, `epsilon_end`, `epsilon_decay_fraction`) as a function of
+    progress: ε decays linearly from `start` to `end` over the first `decay_fraction` of `duration`, then stays.
+
+    Progress and `duration` share one unit: env steps (the DQN family: `arch.total_timesteps`, warm-up included),
+    or updates where every update takes the same number of env steps and there is no warm-up (PQN), which is the
+    same fraction of the env-step budget.
+    """
+    decay_steps = int(float(decay_fraction) * duration)
+    return lambda progress: linear_epsilon(progress, float(start), float(end), decay_steps)
 
 
 def epsilon_greedy(key: jax.Array, q_values: jax.Array, action_mask: jax.Array, epsilon: jax.Array) -> jax.Array:

@@ -31,24 +31,34 @@ class Transition(NamedTuple):
     next_observation: Observation
 
 
-def make_buffer(system_config: DictConfig, budget: Budget, prioritised: bool = False):
-    """A trajectory buffer per (device, batch) slot, sized so that all slots together hold `buffer_size`.
+def make_buffer(system_config: DictConfig, budget: Budget, prioritized: bool = False):
+    """A trajectory buffer per (device, batch) slot, sized so that all slots together hold `total_buffer_size`
+    and sample `total_batch_size` transitions per gradient step.
 
-    Raises a ConfigError, before anything compiles, when the buffer cannot hold one sampled batch.
+    Raises a ConfigError, before anything compiles, when the batch does not split exactly over the slots or a
+    slot's buffer cannot hold its batch.
     """
     slots = budget.n_devices * budget.update_batch_size
-    per_slot_size = int(system_config.buffer_size) // slots
-    batch_size = int(system_config.batch_size)
+    per_slot_size = int(system_config.total_buffer_size) // slots
+    total_batch_size = int(system_config.total_batch_size)
+    batch_size = total_batch_size // slots
     n_step = int(system_config.n_step)
     per_env_length = per_slot_size // budget.num_envs
     warmup = budget.warmup_rollout_length
     if n_step < 1:
         raise ConfigError(f"system.n_step={n_step} must be at least 1.")
+    if total_batch_size % slots or batch_size < 1:
+        fits = max(total_batch_size // slots, 1) * slots
+        raise ConfigError(
+            f"system.total_batch_size={total_batch_size} must be a positive multiple of n_devices × "
+            f"arch.update_batch_size = {budget.n_devices} × {budget.update_batch_size} = {slots} (each slot samples "
+            f"an equal share); try system.total_batch_size={fits} or {fits + slots}.")
     if per_env_length < n_step or per_slot_size < batch_size:
         raise ConfigError(
-            f"system.buffer_size={system_config.buffer_size} holds {per_slot_size} transitions per "
-            f"(device, batch) slot ({per_env_length} per env), fewer than system.batch_size={batch_size} "
-            f"or system.n_step={n_step}; raise system.buffer_size to at least {max(batch_size, n_step * budget.num_envs) * slots}."
+            f"system.total_buffer_size={system_config.total_buffer_size} holds {per_slot_size} transitions per "
+            f"(device, batch) slot ({per_env_length} per env), fewer than its share of system.total_batch_size="
+            f"{total_batch_size} ({batch_size}) or system.n_step={n_step}; raise system.total_buffer_size to at least "
+            f"{max(batch_size, n_step * budget.num_envs) * slots}."
         )
     if max(warmup, budget.rollout_length) < n_step and warmup + budget.rollout_length < n_step:
         raise ConfigError(
@@ -63,7 +73,7 @@ def make_buffer(system_config: DictConfig, budget: Budget, prioritised: bool = F
         min_length_time_axis=n_step,
         max_length_time_axis=per_env_length,
     )
-    if prioritised:
+    if prioritized:
         # `device` picks flashbax's sum-tree update for this backend (a sequential scan on CPU, bincount elsewhere)
         return fbx.make_prioritised_trajectory_buffer(
             priority_exponent=float(system_config.priority_exponent), device=jax.default_backend(), **kwargs)

@@ -18,11 +18,9 @@ import sys
 from typing import Dict, Optional, Sequence
 
 import pytest
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
 from omegaconf import DictConfig
 
-from stoix_like.entry import CONFIG_DIR
+from stoix_like import entry
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -37,8 +35,7 @@ def compose_config(config_name: str, overrides: Sequence[str] = (),
     overrides = list(overrides)
     if base_exp_path is not None:
         overrides.append(f"logger.base_exp_path={base_exp_path}")
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return hydra_compose(config_name=config_name, overrides=overrides)
+    return entry.compose_config(config_name, overrides)
 
 
 @pytest.fixture

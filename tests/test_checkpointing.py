@@ -292,6 +292,24 @@ def test_a_checkpoint_names_its_system_not_a_module_path(uninterrupted, monkeypa
         unknown.learner_setup
 
 
+def test_a_checkpoint_saved_in_the_old_vocabulary_reads_in_todays(uninterrupted):
+    """Version-2 checkpoints stored the config in the names used before docs/glossary.md (PPO's had no
+    system_name and no env.max_episode_steps): read today, the config and what identifies the run are upgraded,
+    so such a run still resumes and evaluates."""
+    import copy
+
+    saved = checkpointing.read_saved_run(str(uninterrupted.checkpoints))
+    today = saved.config
+    old_meta = copy.deepcopy(saved.meta)
+    old_meta["format_version"] = 2
+    del old_meta["config"]["system"]["system_name"], old_meta["config"]["env"]["max_episode_steps"]
+    del old_meta["env"]["max_episode_steps"]
+    old = checkpointing.SavedRun(saved.root, saved.step, old_meta)
+    assert old.config.system.system_name == "ppo" and old.config.env.max_episode_steps is None
+    assert checkpointing.saved_description(old_meta) == checkpointing.describe_run(today, "ppo")
+    assert checkpointing.saved_description(saved.meta) == checkpointing.describe_run(today, "ppo")
+
+
 @pytest.mark.parametrize("overrides, refusal", [
     (["logger.checkpointing.resume=True"], "resume=True needs logger.checkpointing.directory"),
     (["logger.checkpointing.resume=True", "logger.checkpointing.directory=/tmp", "logger.checkpointing.resume_from=/x"],

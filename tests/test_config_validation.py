@@ -28,7 +28,7 @@ EVALUATE = ["checkpoint=/no/such/checkpoint"]  # validation comes before the che
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory):
     """(label, config) for every config/<algo>.yaml with its defaults, and every option of the env, network and
-    system groups composed into ppo's config (composition only: nothing is built, so any pairing composes)."""
+    system groups composed into ppo's config (composition only: nothing is built, so almost any pairing composes)."""
     results = tmp_path_factory.mktemp("results")
     compose = lambda name, overrides=(): compose_config(name, overrides, base_exp_path=results)
     configs = [(name, compose(name)) for name in ALGORITHMS]
@@ -36,7 +36,10 @@ def shipped(tmp_path_factory):
     configs += [(f"ppo env={env}", compose("ppo", [f"env={env}"])) for env in available_options("env")]
     configs += [(f"ppo network={network}", compose("ppo", [f"network={network}"]))
                 for network in available_options("network")]
-    configs += [(f"ppo system={system}", compose("ppo", [f"system={system}"]))
+    # a Q-function is a q_network in these systems (PPO's critic_network is a state value): give them one
+    q_networks = {"sac": "mlp_sac", "td3": "mlp_td3", "ddpg": "mlp_td3", "d4pg": "mlp_d4pg"}
+    configs += [(f"ppo system={system}",
+                 compose("ppo", [f"system={system}", f"network={q_networks.get(system, 'mlp_ppo')}"]))
                 for system in available_options("system")]
     return configs
 
@@ -129,7 +132,8 @@ def test_a_spec_accepts(key, value):
 
 
 def test_a_whole_number_written_as_a_float_is_an_int(compose):
-    """`arch.total_timesteps=1e6` is how budgets are written; Hydra reads it as 1000000.0."""
+    """`arch.total_timesteps=1e6` is how budgets are written; Hydra reads it as 1000000.0, which the int field
+    would refuse: the entry and compose_config pass it on as 1000000."""
     config = compose("ppo", ["arch.total_timesteps=1e6", "arch.num_seeds=2.0"])
     config_schema.validate(config)
     assert config.arch.total_timesteps == 1_000_000 and isinstance(config.arch.total_timesteps, int)
@@ -154,15 +158,16 @@ def test_a_missing_required_value_is_named():
 def test_more_problems_are_counted_on_the_one_line(compose):
     with pytest.raises(ConfigError) as error:
         config_schema.validate(compose("ppo", ["system.gamma=2", "system.gae_lambda=2"]))
-    assert str(error.value).startswith("system.gamma=2 is out of range") and "(1 more problem" in str(error.value)
+    # the schema types gamma as a float: the composed value is 2.0
+    assert str(error.value).startswith("system.gamma=2.0 is out of range") and "(1 more problem" in str(error.value)
     assert "\n" not in str(error.value)
 
 
 @pytest.mark.parametrize("algorithm, overrides, named", [
-    ("dqn", ["system.buffer_size=32"], "system.buffer_size=32 is smaller than system.batch_size=64"),
+    ("dqn", ["system.total_buffer_size=32"], "system.total_buffer_size=32 is smaller than system.total_batch_size=64"),
     ("dqn", ["system.epsilon_start=0.01"], "system.epsilon_end=0.04 is above system.epsilon_start=0.01"),
     ("c51", ["network.q_network.q_head.v_min=100"], "network.q_network.q_head.v_min=100 is not below"),
-    ("d4pg", ["network.critic_network.critic_head.v_max=-2000"], "v_max=-2000"),
+    ("d4pg", ["network.q_network.q_head.v_max=-2000"], "v_max=-2000"),
     ("ppo", ["arch.num_processes=2", "arch.process_id=2"], "arch.process_id=2 is out of range"),
     ("c51", ["system.td_target=munchausen"], "not available to distributional systems"),
     ("dqn", ["system.td_target=munchausen"], "needs system.entropy_temperature"),
@@ -172,6 +177,91 @@ def test_cross_key_rules(compose, algorithm, overrides, named):
     with pytest.raises(ConfigError) as error:
         config_schema.validate(compose(algorithm, overrides))
     assert named in str(error.value)
+
+
+def test_every_renamed_key_and_option_has_a_refusal_row():
+    keys = [(algorithm, override.lstrip("+").split("=", 1)[0]) for algorithm, overrides, _ in RENAMED_INPUTS
+            for override in overrides]
+    untested = [rename.old for rename in config_schema.RENAMED
+                if not any(rename.applies(key, algorithm) for algorithm, key in keys)]
+    assert not untested, untested
+    options = {(key, value) for _, overrides, _ in RENAMED_INPUTS for override in overrides
+               for key, value in [override.split("=", 1)]}
+    assert {(group, old) for group, renames in config_schema.RENAMED_OPTIONS.items() for old in renames} <= options
+
+
+@pytest.mark.parametrize("algorithm, overrides", [
+    ("ppo", ["system.critic_lr=1e-3"]),  # PPO's critic is a state value V: critic_lr is its name
+    ("ppo", ["system.epochs=2"]),  # on-policy epochs are passes over the rollout
+    ("pqn", ["system.epochs=2"]),
+    ("ppo", ["network.critic_network.pre_torso.layer_sizes=[32]"]),
+])
+def test_an_old_name_stays_valid_where_it_was_not_renamed(compose, algorithm, overrides):
+    from stoix_like.entry import check_overrides
+
+    assert check_overrides(algorithm, overrides) is None
+    config_schema.validate(compose(algorithm, overrides))
+
+
+def test_a_saved_config_with_old_names_is_brought_up_to_date(compose):
+    """Checkpoints written before the renames store the old names; upgrading one gives the config that today's
+    defaults compose, so an old run restores with the same behaviour."""
+    from omegaconf import OmegaConf
+
+    from stoix_like.config_upgrade import upgrade_saved_config
+
+    def as_saved_before_the_renames(algorithm, rename_back, drop=(), extra=None):
+        current = OmegaConf.to_container(compose(algorithm), resolve=False)
+
+        def flatten(node, prefix=""):  # an empty mapping ({} kwargs) is a leaf here
+            for key, value in node.items():
+                if isinstance(value, dict) and value:
+                    yield from flatten(value, f"{prefix}{key}.")
+                else:
+                    yield f"{prefix}{key}", value
+
+        flat = dict(flatten(current))
+        old = {}
+        for key, value in flat.items():
+            if key in drop:
+                continue
+            for new, former in rename_back.items():
+                if key == new or key.startswith(new + "."):
+                    key = former + key[len(new):]
+            old[key] = value
+        old.update(extra or {})
+        tree = {}
+        for key, value in old.items():
+            *parents, leaf = key.split(".")
+            node = tree
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node[leaf] = value
+        return current, tree
+
+    current, saved = as_saved_before_the_renames(
+        "td3", {"system.gradient_steps_per_update": "system.epochs", "system.total_batch_size": "system.batch_size",
+                "system.total_buffer_size": "system.buffer_size", "system.q_lr": "system.critic_lr",
+                "network.q_network.q_head": "network.q_network.critic_head", "network.q_network": "network.critic_network"},
+        drop=("system.target_update_period", "system.prioritized_replay", "system.priority_exponent",
+              "system.importance_sampling_exponent", "env.max_episode_steps"))
+    assert upgrade_saved_config(saved, "td3") == current
+
+    current, saved = as_saved_before_the_renames(
+        "pqn", {"system.epsilon_end": "system.training_epsilon",
+                "system.epsilon_decay_fraction": "system.exploration_fraction"},
+        drop=("system.epsilon_start", "system.system_name"))
+    assert upgrade_saved_config(saved, "pqn") == current
+
+    current, saved = as_saved_before_the_renames(
+        "qr_dqn", {"system.gradient_steps_per_update": "system.epochs", "system.huber_delta": "system.quantile_huber_parameter",
+                   "system.prioritized_replay": "system.prioritised_replay", "system.total_batch_size": "system.batch_size",
+                   "system.total_buffer_size": "system.buffer_size"},
+        extra={"system.huber_loss_parameter": 0.0, "system.regularisation_weight": 0.0, "system.batch_size": 32})
+    upgraded = upgrade_saved_config(saved, "qr_dqn", batch_slots=2)
+    assert upgraded["system"]["total_batch_size"] == 64  # 32 per slot × 2 slots
+    assert upgraded == current
+    assert upgrade_saved_config(current, "qr_dqn") == current  # an up-to-date config is left as it is
 
 
 def test_rainbow_s_equal_epsilons_are_fine(compose):
@@ -220,7 +310,7 @@ BAD_INPUTS = [
     ("ppo", ["arch.heartbeat_timeout_seconds=-5"], "arch.heartbeat_timeout_seconds=-5"),
     ("ppo", ["logger.checkpointing.keep_last=0"], "logger.checkpointing.keep_last=0"),
     ("dqn", ["system.tau=0"], "system.tau=0"),
-    ("dqn", ["system.buffer_size=32"], "system.buffer_size=32"),
+    ("dqn", ["system.total_buffer_size=32"], "system.total_buffer_size=32"),
     ("dqn", ["system.epsilon_start=0.01"], "system.epsilon_start=0.01"),
     ("dqn", ["system.n_step=0"], "system.n_step=0"),
     ("dqn", ["system.priority_exponent=1.5"], "system.priority_exponent=1.5"),
@@ -231,18 +321,57 @@ BAD_INPUTS = [
     ("rainbow", ["system.importance_sampling_exponent=2"], "system.importance_sampling_exponent=2"),
     ("mdqn", ["system.munchausen_clip_value_min=1"], "system.munchausen_clip_value_min=1"),
     ("pqn", ["system.q_lambda=1.5"], "system.q_lambda=1.5"),
-    ("pqn", ["system.training_epsilon=2"], "system.training_epsilon=2"),
+    ("pqn", ["system.epsilon_end=2"], "system.epsilon_end=2"),
+    ("pqn", ["system.epsilon_decay_fraction=-0.1"], "system.epsilon_decay_fraction=-0.1"),
+    ("sac", ["system.gradient_steps_per_update=0"], "system.gradient_steps_per_update=0"),
+    ("sac", ["system.target_update_period=0"], "system.target_update_period=0"),
+    ("qr_dqn", ["system.huber_delta=-1"], "system.huber_delta=-1"),
+    ("sac", ["env=brax/ant", "env.max_episode_steps=0"], "env.max_episode_steps=0"),
     ("sac", ["system.init_alpha=0"], "system.init_alpha=0"),
     ("sac", ["system.num_critics=0"], "system.num_critics=0"),
     ("td3", ["system.policy_frequency=0"], "system.policy_frequency=0"),
     ("td3", ["system.exploration_noise=-0.1"], "system.exploration_noise=-0.1"),
-    ("d4pg", ["network.critic_network.critic_head.v_max=-2000"], "network.critic_network.critic_head.v_max=-2000"),
+    ("d4pg", ["network.q_network.q_head.v_max=-2000"], "network.q_network.q_head.v_max=-2000"),
     ("evaluate", EVALUATE + ["num_episodes=0"], "num_episodes=0"),
     ("evaluate", EVALUATE + ["params=worst"], "params=worst"),
+    ("ppo", ["+arch.seed=3"], "Could not append to config. An item is already at 'arch.seed'"),  # Hydra's, one line
 ]
+# Old names (docs/glossary.md): each is refused with its new name, on the command line (the pre-check) and when a
+# composed config carries it (`+key=...` skips the pre-check, so validate() answers).
+RENAMED_INPUTS = [
+    ("pqn", ["system.training_epsilon=0.1"], "system.training_epsilon was renamed to system.epsilon_end (for pqn)"),
+    ("pqn", ["system.exploration_fraction=0.1"],
+     "system.exploration_fraction was renamed to system.epsilon_decay_fraction (for pqn)"),
+    ("dqn", ["system.epochs=8"], "system.epochs was renamed to system.gradient_steps_per_update (for dqn)"),
+    ("sac", ["system.epochs=8"], "system.epochs was renamed to system.gradient_steps_per_update (for sac)"),
+    ("dqn", ["system.buffer_size=1000"], "system.buffer_size was renamed to system.total_buffer_size;"),
+    ("td3", ["system.batch_size=128"], "system.batch_size was renamed to system.total_batch_size;"),
+    ("sac", ["system.critic_lr=3e-4"], "system.critic_lr was renamed to system.q_lr (for sac)"),
+    ("sac", ["+system.critic_lr=3e-4"], "system.critic_lr was renamed to system.q_lr (for sac)"),
+    ("d4pg", ["network.critic_network.critic_head.v_max=100"],
+     "network.critic_network.critic_head.v_max was renamed to network.q_network.q_head.v_max (for d4pg)"),
+    ("td3", ["network.q_network.critic_head._target_=x"],
+     "network.q_network.critic_head._target_ was renamed to network.q_network.q_head._target_ (for td3)"),
+    ("dqn", ["system.huber_loss_parameter=1.0"], "system.huber_loss_parameter was renamed to system.huber_delta"),
+    ("qr_dqn", ["system.quantile_huber_parameter=0.5"],
+     "system.quantile_huber_parameter was renamed to system.huber_delta"),
+    ("rainbow", ["system.prioritised_replay=False"],
+     "system.prioritised_replay was renamed to system.prioritized_replay"),
+    ("dqn_reg", ["system.regularisation_weight=0.2"],
+     "system.regularisation_weight was renamed to system.regularization_weight"),
+    ("sac", ["env=brax/ant", "env.kwargs.episode_length=100"],
+     "env.kwargs.episode_length was renamed to env.max_episode_steps"),
+    ("pqn", ["env=jumanji/snake", "+env.kwargs.max_episode_steps=100"],
+     "env.kwargs.max_episode_steps was renamed to env.max_episode_steps"),
+    ("ppo", ["network=mlp"], "network=mlp was renamed to network=mlp_ppo"),
+    ("td3", ["network=mlp_dpg"], "network=mlp_dpg was renamed to network=mlp_td3"),
+    ("dqn", ["network=mlp_dueling_dqn"], "network=mlp_dueling_dqn was renamed to network=mlp_dqn_dueling"),
+    ("rainbow", ["network=mlp_noisy_dueling_c51"], "network=mlp_noisy_dueling_c51 was renamed to network=mlp_rainbow"),
+]
+BAD_INPUTS += RENAMED_INPUTS
 # Rows also run as real `python -m experiments.<algo>` processes: the exit code, one line, no traceback.
-AS_SUBPROCESS = {"system.actor_lr=-1e-3", "system.gamma=1.5", "arch.num_eval_episodes=0", "system.buffer_size=32",
-                 "system.init_alpha=0", "num_episodes=0"}
+AS_SUBPROCESS = {"system.actor_lr=-1e-3", "system.gamma=1.5", "arch.num_eval_episodes=0", "system.total_buffer_size=32",
+                 "system.init_alpha=0", "num_episodes=0", "system.critic_lr=3e-4", "network=mlp_dpg"}
 SECONDS = 10.0
 
 # One interpreter runs every row through the entry's `main`, as `python -m experiments.<algo> <overrides>` would.
@@ -321,3 +450,46 @@ def test_a_bad_value_exits_2_from_a_real_command_line(python_subprocess, tmp_pat
     seconds = time.perf_counter() - start
     check_refusal(completed.returncode, completed.stdout, completed.stderr, seconds, named)
     print(f"{algorithm} {' '.join(overrides)}: rc {completed.returncode} in {seconds:.1f}s")
+
+
+# ------------------------------------------------------------------------------------------ --describe
+
+def test_describe_lists_every_key_with_its_type_default_and_meaning(python_subprocess, tmp_path):
+    completed = python_subprocess(["-m", "experiments.sac", "--describe"], cwd=tmp_path, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    lines = completed.stdout.splitlines()
+    config = compose_config("sac", base_exp_path=tmp_path)
+    described = [line.split()[0] for line in lines[1:]]
+    assert described == [key for key, _ in config_schema.leaves(config)]
+    q_lr = next(line for line in lines if line.startswith("system.q_lr "))
+    assert "greater than 0" in q_lr and "0.001" in q_lr and "the q_network's (a Q-function) learning rate" in q_lr
+    assert "compiled the learner" not in completed.stdout and "replay ratio" not in completed.stdout
+
+
+def test_describe_refuses_an_old_option_in_one_line(python_subprocess, tmp_path):
+    completed = python_subprocess(["-m", "experiments.td3", "--describe", "network=mlp_dpg"], cwd=tmp_path, timeout=120)
+    assert completed.returncode == 2 and completed.stderr.strip() == "error: network=mlp_dpg was renamed to network=mlp_td3."
+
+
+# ------------------------------------------------------------------------------------------ typed composition
+
+def test_composition_types_every_group_by_its_schema(compose):
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ValidationError
+
+    from stoix_like import schemas
+
+    config = compose("qr_dqn")
+    assert OmegaConf.get_type(config.system) is schemas.QRDQNSchema
+    assert OmegaConf.get_type(config.arch) is schemas.ArchSchema
+    assert OmegaConf.get_type(config.env) is schemas.EnvSchema
+    assert OmegaConf.get_type(config.logger) is schemas.LoggerSchema
+    with pytest.raises(ValidationError):
+        config.system.gradient_steps_per_update = "many"
+
+
+def test_a_whole_number_written_as_a_float_reaches_the_run_as_an_int(python_subprocess, tmp_path):
+    completed = python_subprocess(["-m", "experiments.ppo", "arch.total_timesteps=2e6", "--cfg", "job"],
+                                  cwd=tmp_path, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "total_timesteps: 2000000\n" in completed.stdout

@@ -196,8 +196,8 @@ def test_discrete_actions_are_a_config_error(algorithm, compose):
 def test_replay_ratio_line(compose):
     from stoix_like import experiment
 
-    config = compose("sac", ["arch.total_num_envs=16", "system.rollout_length=2", "system.epochs=4",
-                             "system.batch_size=256"])
+    config = compose("sac", ["arch.total_num_envs=16", "system.rollout_length=2", "system.gradient_steps_per_update=4",
+                             "system.total_batch_size=256"])
     budget = experiment.make_budget(config)
     line = off_policy.replay_ratio_line(config.system, budget)
     assert "4 gradient steps on 1024 sampled transitions per 32 env steps" in line
@@ -236,10 +236,11 @@ def test_d4pg_learns_pendulum(compose):
 # ----------------------------------------------------------------------------------------------------
 
 BRAX_SMOKE = [
-    "env=brax/ant", "env.kwargs.episode_length=16", "arch.total_num_envs=2", "arch.num_evaluation=1",
+    "env=brax/ant", "env.max_episode_steps=16", "arch.total_num_envs=2", "arch.num_evaluation=1",
     "arch.num_eval_episodes=2", "system.rollout_length=4", "system.warmup_rollout_length=0",  # one brax compile less
-    "arch.total_timesteps=16", "system.epochs=1", "system.batch_size=8", "system.buffer_size=64",
-    "network.actor_network.pre_torso.layer_sizes=[16]", "network.critic_network.pre_torso.layer_sizes=[16]",
+    "arch.total_timesteps=16", "system.gradient_steps_per_update=1", "system.total_batch_size=8",
+    "system.total_buffer_size=64",
+    "network.actor_network.pre_torso.layer_sizes=[16]", "network.q_network.pre_torso.layer_sizes=[16]",
 ]
 
 

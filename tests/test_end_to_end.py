@@ -26,7 +26,7 @@ RUNS = {
     "gymnax/pendulum": (["env=gymnax/pendulum"] + TINY, ("gymnax", "Pendulum-v1")),
     "jumanji/snake": (["env=jumanji/snake"] + TINY, ("jumanji", "Snake-v1")),
     # 2 evaluations × 1 update × 4 steps × 2 envs = 16 steps, 10-step episodes
-    "brax/ant": (["env=brax/ant", "env.kwargs.episode_length=10", "arch.total_num_envs=2",
+    "brax/ant": (["env=brax/ant", "env.max_episode_steps=10", "arch.total_num_envs=2",
                   "system.rollout_length=4", "system.num_minibatches=2", "arch.num_evaluation=2",
                   "arch.num_eval_episodes=2", "arch.total_timesteps=16"] + SMALL_NETWORK, ("brax", "ant")),
 }

@@ -31,8 +31,8 @@ ENV_CONFIGS = sorted((REPO_ROOT / "config" / "env").glob("*/*.yaml"))
 Policy = Callable[[jax.Array, TimeStep], jax.Array]
 
 
-def env_config(suite: str, name: str, **kwargs) -> dict:
-    return {"suite": suite, "scenario": {"name": name}, "kwargs": kwargs}
+def env_config(suite: str, name: str, max_episode_steps=None, **kwargs) -> dict:
+    return {"suite": suite, "scenario": {"name": name}, "kwargs": kwargs, "max_episode_steps": max_episode_steps}
 
 
 def random_discrete_policy(key: jax.Array, timestep: TimeStep) -> jax.Array:
@@ -195,12 +195,25 @@ def test_pendulum_truncation_gives_last_with_discount_one(pendulum):
     assert_next_obs_convention(timesteps)
 
 
+def test_gymnax_honours_env_max_episode_steps():
+    # env.max_episode_steps sets gymnax's max_steps_in_episode: the third step truncates, keeping discount 1
+    train_env, _ = make(env_config("gymnax", "Pendulum-v1", max_episode_steps=3))
+    assert train_env.max_episode_steps == 3
+
+    def policy(key, timestep):
+        return jax.random.uniform(key, (1,), minval=-2.0, maxval=2.0)
+
+    _, timesteps = make_rollout(train_env, policy, 4)(jax.random.PRNGKey(0))
+    np.testing.assert_array_equal(last_indices(timesteps), [2])
+    assert np.all(np.asarray(timesteps.discount) == 1.0)
+
+
 # ---------------------------------------------------------------------------------------------------- brax
 
 
 @pytest.fixture(scope="module")
 def ant():
-    train_env, _ = make(env_config("brax", "ant", backend="spring", episode_length=5))
+    train_env, _ = make(env_config("brax", "ant", backend="spring", max_episode_steps=5))
     return train_env, jax.jit(train_env.reset), jax.jit(train_env.step)
 
 
@@ -332,7 +345,9 @@ def _registered_names(suite: str) -> set:
 @pytest.mark.parametrize("path", ENV_CONFIGS, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_env_config_has_exact_keys_and_registered_name(path):
     config = yaml.safe_load(path.read_text())
-    assert set(config) == {"suite", "scenario", "kwargs", "eval_metric", "solved_return"}
+    assert config.pop("defaults")[0] == "/schema/env@_here_"  # typed by stoix_like.schemas.EnvSchema
+    assert set(config) == {"suite", "scenario", "kwargs", "max_episode_steps", "eval_metric", "solved_return"}
+    assert config["max_episode_steps"] is None or config["max_episode_steps"] >= 1
     assert config["suite"] == path.parent.name
     assert config["scenario"]["name"] in _registered_names(config["suite"])
     assert config["eval_metric"] == "episode_return"

@@ -50,7 +50,7 @@ def test_pqn_honours_action_masks_on_snake(compose):
     # Snake forbids turning back on itself. The first update acts with ε = 1: were the mask ignored, its 32
     # uniform actions would include a forbidden one with probability 1 − (3/4)^32 > 0.9999.
     # 10-step episodes: training crosses time-limit truncations, and evaluation stays short
-    config = compose("pqn", ["env=jumanji/snake", "+env.kwargs.max_episode_steps=10", "logger.use_json=False", *TINY])
+    config = compose("pqn", ["env=jumanji/snake", "env.max_episode_steps=10", "logger.use_json=False", *TINY])
 
     def poisoned_learner_setup(env, key, config, budget):
         return pqn.learner_setup(IllegalActionPoisonsReward(env), key, config, budget)

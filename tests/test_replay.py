@@ -1,5 +1,5 @@
 """Replay (stoix_like.replay, systems/off_policy.py): the n-step view of sampled sequences, buffers that cannot
-work refused early, and prioritised replay's importance weights and priorities.
+work refused early, and prioritized replay's importance weights and priorities.
 
 Expected n-step numbers are worked out by hand in the comments.
 """
@@ -78,8 +78,23 @@ def buffer_error(compose, overrides) -> str:
 
 
 def test_buffer_smaller_than_a_batch_is_refused(compose):
-    message = buffer_error(compose, ["system.buffer_size=64", "system.batch_size=128"])
-    assert "system.buffer_size=64" in message and "system.batch_size=128" in message
+    message = buffer_error(compose, ["system.total_buffer_size=64", "system.total_batch_size=128"])
+    assert "system.total_buffer_size=64" in message and "system.total_batch_size=128" in message
+
+
+def test_a_total_batch_that_does_not_split_over_the_slots_is_refused(compose):
+    # 1 device × 2 batch slots: 65 transitions cannot be shared equally
+    message = buffer_error(compose, ["arch.update_batch_size=2", "system.total_batch_size=65"])
+    assert message.startswith("system.total_batch_size=65 must be a positive multiple of n_devices × "
+                              "arch.update_batch_size = 1 × 2 = 2") and "try system.total_batch_size=64 or 66" in message
+
+
+def test_each_slot_samples_its_share_of_the_total_batch(compose, monkeypatch):
+    built = {}
+    monkeypatch.setattr(replay.fbx, "make_trajectory_buffer", lambda **kwargs: built.update(kwargs))
+    config = compose("dqn", ["arch.update_batch_size=2", "system.total_batch_size=64"])
+    replay.make_buffer(config.system, experiment.make_budget(config))
+    assert built["sample_batch_size"] == 32
 
 
 def test_n_step_longer_than_the_collected_rollout_is_refused(compose):
@@ -89,12 +104,12 @@ def test_n_step_longer_than_the_collected_rollout_is_refused(compose):
     assert "system.n_step=5" in message
 
 
-def test_prioritised_replay_weights_its_samples_and_takes_the_learners_priorities(compose):
+def test_prioritized_replay_weights_its_samples_and_takes_the_learners_priorities(compose):
     # the off-policy skeleton alone, with a stand-in learner whose priority for a transition is 1 + |cart
     # position|: different transitions get different priorities, so importance weights must differ too
     config = compose("rainbow", ["arch.total_num_envs=2", "arch.num_evaluation=1", "arch.total_timesteps=40",
-                                 "system.rollout_length=4", "system.warmup_rollout_length=8", "system.epochs=2",
-                                 "system.batch_size=8", "system.buffer_size=64"])
+                                 "system.rollout_length=4", "system.warmup_rollout_length=8", "system.gradient_steps_per_update=2",
+                                 "system.total_batch_size=8", "system.total_buffer_size=64"])
     budget = experiment.make_budget(config)  # 8 warm-up steps × 2 envs, then 3 updates × 4 steps × 2 envs
     train_env, _ = envs_lib.make(config.env)
 
@@ -109,7 +124,7 @@ def test_prioritised_replay_weights_its_samples_and_takes_the_learners_prioritie
 
     setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, budget, params=(), opt_states=(),
                                      act=act, learn_from_batch=learn_from_batch, eval_policy=None,
-                                     eval_params=None, prioritised=True)
+                                     eval_params=None, prioritized=True)
     state, outputs = parallel.distribute(setup.learner_fn)(setup.learner_state)
     assert isinstance(outputs, LearnerOutput)
     metrics = jax.device_get(outputs.train_metrics)

@@ -127,7 +127,7 @@ def compose_system(compose, name, overrides=()):
 
 def test_dqn_reg_is_the_dqn_loss_plus_the_weighted_q_value(compose):
     system = compose_system(compose, "dqn_reg")
-    assert float(system.regularisation_weight) == 0.1 and float(system.huber_loss_parameter) == 0.0
+    assert float(system.regularization_weight) == 0.1 and float(system.huber_delta) == 0.0
     batch = two_state_batch()
     online = fixed_network(jnp.asarray([[1.0, 2.0], [3.0, 4.0]]))
     target = fixed_network(jnp.asarray([[0.5, 0.0], [2.0, 5.0]]))
@@ -220,11 +220,18 @@ def setup_error(compose, name, overrides) -> str:
 
 @pytest.mark.parametrize("name, network, wanted", [
     ("c51", "mlp_dqn", "mlp_c51"), ("qr_dqn", "mlp_c51", "mlp_qr_dqn"), ("dqn", "mlp_qr_dqn", "mlp_dqn"),
-    ("rainbow", "mlp_dueling_dqn", "mlp_noisy_dueling_c51"),
+    ("rainbow", "mlp_dqn_dueling", "mlp_rainbow"),
 ])
 def test_a_head_that_does_not_fit_the_system_is_refused(compose, name, network, wanted):
     message = setup_error(compose, name, [f"network={network}"])
     assert "head" in message and wanted in message
+
+
+@pytest.mark.parametrize("network", ["mlp_ppo", "mlp_sac", "mlp_td3"])
+def test_an_actor_critic_network_is_refused_by_a_q_learning_system(compose, network):
+    # mlp_sac and mlp_td3 have a q_network too, of Q(s, a): not one value per action
+    message = setup_error(compose, "dqn", [f"network={network}"])
+    assert "no q_network of one value per action" in message and "mlp_dqn" in message
 
 
 def test_a_continuous_action_env_is_refused_by_a_discrete_system(compose):
@@ -289,7 +296,8 @@ np.savez(sys.argv[1], **results)
 # 2 devices × 2 batch slots × 1 env; 16 warm-up steps per env, then 2 evaluations × 3 updates × 4 steps × 4 envs
 TWO_DEVICE_OVERRIDES = ["arch.total_num_envs=4", "arch.update_batch_size=2", "arch.num_evaluation=2",
                         "arch.total_timesteps=160", "system.rollout_length=4", "system.warmup_rollout_length=16",
-                        "system.epochs=2", "system.batch_size=8", "system.buffer_size=400",
+                        "system.gradient_steps_per_update=2", "system.total_buffer_size=400",
+                        "system.total_batch_size=32",  # 8 per (device, batch) slot
                         "network.q_network.pre_torso.layer_sizes=[16]"]
 TWO_DEVICE_RUNS = {"dqn": TWO_DEVICE_OVERRIDES}
 
@@ -310,7 +318,8 @@ def two_device_results(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(TWO_DEVICE_RUNS))
 def test_two_devices_keep_identical_params_while_their_replay_buffers_differ(two_device_results, name):
     slots = 4  # 2 devices × 2 batch slots
-    np.testing.assert_array_equal(two_device_results[f"{name}/updates"], 2 * 3 * 2)  # evaluations × updates × epochs
+    # evaluations × updates × gradient steps per update
+    np.testing.assert_array_equal(two_device_results[f"{name}/updates"], 2 * 3 * 2)
     initial = {k.split("/", 2)[2]: v for k, v in two_device_results.items() if k.startswith(f"{name}/initial/")}
     final = {k.split("/", 2)[2]: v for k, v in two_device_results.items() if k.startswith(f"{name}/final/")}
     assert final and final.keys() == initial.keys()

@@ -16,11 +16,13 @@ from stoix_like.checkpointing.format import (
     Progress,
     describe_run,
     read_config,
+    saved_description,
     state_fingerprint,
 )
 from stoix_like.checkpointing.resume import SavedRun, load_eval_params, load_params, locate, read_saved_run
 
 __all__ = [
     "FORMAT_VERSION", "READABLE_FORMAT_VERSIONS", "Checkpoints", "Progress", "SavedRun", "describe_run",
-    "load_eval_params", "load_params", "locate", "read_config", "read_saved_run", "state_fingerprint",
+    "load_eval_params", "load_params", "locate", "read_config", "read_saved_run", "saved_description",
+    "state_fingerprint",
 ]

@@ -28,12 +28,17 @@ import orbax.checkpoint as ocp
 from omegaconf import DictConfig, OmegaConf
 
 from stoix_like import parallel
+from stoix_like.config_upgrade import upgrade_saved_config
 
 # 2: a checkpoint names its system by the registry name it was trained as (`algorithm`, resolved through
 # stoix_like.systems.MODULE_OF), so moving or renaming a module never strands a saved run. 1 also recorded the
 # module path, which 2 ignores: version-1 checkpoints read the same way.
-FORMAT_VERSION = 2
-READABLE_FORMAT_VERSIONS = (1, 2)
+# 3: the saved config speaks the one vocabulary of docs/glossary.md. Versions 1 and 2 saved the old key names
+# (q networks as critic_network, per-slot batch_size, ...): their config is upgraded as it is read
+# (stoix_like.config_upgrade), and what identifies their run is described again from the upgraded config.
+FORMAT_VERSION = 3
+READABLE_FORMAT_VERSIONS = (1, 2, 3)
+_FIRST_VERSION_WITH_TODAYS_NAMES = 3
 
 
 @dataclasses.dataclass
@@ -57,16 +62,30 @@ def describe_run(config: Any, algorithm: str) -> Dict[str, Any]:
     return {
         "algorithm": algorithm,
         "env": {"suite": str(config.env.suite), "scenario": str(config.env.scenario.name),
-                "kwargs": config_container(config.env.get("kwargs") or {})},
+                "kwargs": config_container(config.env.get("kwargs") or {}),
+                "max_episode_steps": config.env.get("max_episode_steps")},
         "network": config_container(config.network),
     }
 
 
 def read_config(meta: Dict[str, Any]) -> DictConfig:
-    """The composed config a checkpoint was written with (struct mode on): the one way code reads a saved config."""
-    config = OmegaConf.create(meta["config"])
+    """The composed config a checkpoint was written with (struct mode on), in today's key names: the one way code
+    reads a saved config."""
+    saved = meta["config"]
+    if meta.get("format_version", 1) < _FIRST_VERSION_WITH_TODAYS_NAMES:
+        budget = meta["budget"]  # the old batch_size counted per (device, batch) slot
+        saved = upgrade_saved_config(saved, meta["algorithm"],
+                                     batch_slots=int(budget["n_devices"]) * int(budget["update_batch_size"]))
+    config = OmegaConf.create(saved)
     OmegaConf.set_struct(config, True)
     return config
+
+
+def saved_description(meta: Dict[str, Any]) -> Dict[str, Any]:
+    """`describe_run` as the checkpoint's run would give it today (older versions recorded it in old names)."""
+    if meta.get("format_version", 1) < _FIRST_VERSION_WITH_TODAYS_NAMES:
+        return describe_run(read_config(meta), meta["algorithm"])
+    return {field: meta[field] for field in ("algorithm", "env", "network")}
 
 
 def state_fingerprint(tree: Any) -> Dict[str, List[Any]]:

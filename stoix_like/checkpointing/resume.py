@@ -128,12 +128,12 @@ def check_compatible(meta: Dict[str, Any], where: str, run: ThisRun) -> None:
     if meta.get("format_version") not in readable:
         raise ConfigError(f"{where} has format version {meta.get('format_version')}; this code reads "
                           f"{', '.join(map(str, readable))}.")
-    described = checkpoint_format.describe_run(run.config, run.algorithm)
+    saved, described = checkpoint_format.saved_description(meta), checkpoint_format.describe_run(run.config, run.algorithm)
     first_difference = checkpoint_format.first_difference
     for field in ("algorithm", "env", "network"):
-        if meta[field] != described[field]:
+        if saved[field] != described[field]:
             raise ConfigError(f"{where} was written by a different {field}: "
-                              f"{first_difference(meta[field], described[field], field)}; refusing to resume it.")
+                              f"{first_difference(saved[field], described[field], field)}; refusing to resume it.")
     budget = dataclasses.asdict(run.budget)
     if meta["budget"] != budget:
         raise ConfigError(f"{where} was written with a different budget or layout: "

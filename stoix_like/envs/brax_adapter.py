@@ -7,7 +7,7 @@ brax's `done` is then natural termination only.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Tuple
+from typing import Any, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +17,8 @@ from stoix_like.envs.environment import ContinuousActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
 from stoix_like.types import Array, PRNGKey, TimeStep
+
+DEFAULT_MAX_EPISODE_STEPS = 1000
 
 
 class BraxState(NamedTuple):
@@ -29,20 +31,22 @@ class BraxAdapter(SuiteAdapter):
 
     Args:
         name: a brax env name, e.g. "ant".
-        episode_length: the time limit; reaching it is a truncation (discount 1).
+        max_episode_steps: the time limit; reaching it is a truncation (discount 1). None: 1000 (brax envs
+            have no limit of their own; 1000 is what brax's training uses).
         backend: the physics pipeline ("spring", "positional", "generalized", "mjx"); "spring" is the
             fastest on CPU.
         **env_kwargs: passed to `brax.envs.get_environment`.
     """
 
-    def __init__(self, name: str, episode_length: int = 1000, backend: str = "spring", **env_kwargs: Any):
+    def __init__(self, name: str, max_episode_steps: Optional[int] = None, backend: str = "spring",
+                 **env_kwargs: Any):
         from brax import envs as brax_envs  # lazily: importing stoix_like must not import brax
 
         available = _registered_brax_envs(brax_envs)
         if name not in available:
             raise ConfigError(f"Unknown brax environment {name!r}. Available: {', '.join(sorted(available))}")
         self._env = brax_envs.get_environment(name, backend=backend, **env_kwargs)
-        self._max_episode_steps = int(episode_length)
+        self._max_episode_steps = DEFAULT_MAX_EPISODE_STEPS if max_episode_steps is None else int(max_episode_steps)
         self.name = name
         action_size = int(self._env.action_size)
         self._action_space = ContinuousActionSpace(

@@ -24,7 +24,8 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
     """Builds the train and eval envs that `env_config` describes.
 
     Args:
-        env_config: a DictConfig or dict with `suite`, `scenario.name` and `kwargs` (passed to the adapter).
+        env_config: a DictConfig or dict with `suite`, `scenario.name`, `kwargs` (passed to the adapter) and
+            optionally `max_episode_steps`, the one time-limit key of every suite (null or absent: the suite's own).
 
     Returns:
         (train_env, eval_env), both unbatched (wrap them in `VmapWrapper`).
@@ -38,7 +39,8 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
     adapter_class = getattr(importlib.import_module(module_name), class_name)
 
     kwargs = _to_plain_dict(env_config["kwargs"] or {})  # `kwargs: {}` may be written `kwargs:` (null)
-    adapter = adapter_class(env_config["scenario"]["name"], **kwargs)
+    adapter = adapter_class(env_config["scenario"]["name"], max_episode_steps=env_config.get("max_episode_steps"),
+                            **kwargs)
     return AutoReset(EpisodeMetrics(adapter)), NextObservation(EpisodeMetrics(adapter))
 
 

@@ -30,11 +30,14 @@ class GymnaxAdapter(SuiteAdapter):
 
     Args:
         name: a gymnax id, e.g. "CartPole-v1".
-        env_params: overrides of the env's default EnvParams, e.g. {"max_steps_in_episode": 1000}.
+        max_episode_steps: the time limit (it sets the env params' `max_steps_in_episode`); reaching it is a
+            truncation (discount 1). None: the env's own limit.
+        env_params: overrides of the env's default EnvParams, e.g. {"gravity": 9.8}.
         **env_kwargs: passed to `gymnax.make`.
     """
 
-    def __init__(self, name: str, env_params: Optional[Mapping[str, Any]] = None, **env_kwargs: Any):
+    def __init__(self, name: str, max_episode_steps: Optional[int] = None,
+                 env_params: Optional[Mapping[str, Any]] = None, **env_kwargs: Any):
         import gymnax  # lazily: importing stoix_like must not import every suite
         from gymnax.environments import spaces
 
@@ -43,7 +46,10 @@ class GymnaxAdapter(SuiteAdapter):
                 f"Unknown gymnax environment {name!r}. Available: {', '.join(sorted(gymnax.registered_envs))}"
             )
         self._env, params = gymnax.make(name, **env_kwargs)
-        self._params = params.replace(**dict(env_params or {}))
+        params = params.replace(**dict(env_params or {}))
+        if max_episode_steps is not None:
+            params = params.replace(max_steps_in_episode=int(max_episode_steps))
+        self._params = params
         self.name = name
 
         space = self._env.action_space(self._params)

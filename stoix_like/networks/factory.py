@@ -37,9 +37,11 @@ def build_critic(network_config: DictConfig) -> FeedForwardCritic:
 
 
 def build_state_action_critic(network_config: DictConfig) -> FeedForwardStateActionCritic:
+    """Q(s, a), configured as `q_network` like every Q-function. The module keeps its `critic_head` attribute:
+    parameter trees (and so checkpoints) are named after it."""
     return FeedForwardStateActionCritic(
-        torso=instantiate(network_config.critic_network.pre_torso),
-        critic_head=instantiate(network_config.critic_network.critic_head),
+        torso=instantiate(network_config.q_network.pre_torso),
+        critic_head=instantiate(network_config.q_network.q_head),
     )
 
 

@@ -73,10 +73,11 @@ def init_actor_and_critics(actor: nn.Module, critics: CriticEnsemble, env: Envir
 
 
 def optimizer(learning_rate: float, config: Any, budget: Budget) -> optax.GradientTransformation:
-    """Every network of these systems takes one optimiser step per gradient step (`epochs` per update)."""
+    """Every network of these systems takes one optimiser step per gradient step (`gradient_steps_per_update` per
+    update)."""
     system = config.system
-    return make_optimizer(learning_rate, system.max_grad_norm, budget.num_updates * int(system.epochs),
-                          system.decay_learning_rates)
+    return make_optimizer(learning_rate, system.max_grad_norm,
+                          budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
 
 
 def gradient_step(update_fn: Callable, params: Any, grads: Any, opt_state: Any) -> Tuple[Any, Any]:

@@ -1,5 +1,5 @@
 """D4PG (Barth-Maron et al., 2018): a deterministic actor on a categorical (distributional) critic with
-n-step returns (`system.n_step`, collapsed by the replay) and optional prioritised replay.
+n-step returns (`system.n_step`, collapsed by the replay) and optional prioritized replay.
 
 The actor, acting noise and targets are in deterministic_policy_gradient.py; this file holds only the
 distributional critic's loss and the value the actor ascends (the critic's mean).

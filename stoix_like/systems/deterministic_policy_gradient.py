@@ -7,9 +7,10 @@ The systems differ only in their critic, handed to this module as two functions:
     critic_loss(critic_params, target_critic_params, batch, next_action, weights) -> (loss, (priorities, metrics))
     policy_value(critic_params, observation, action) -> [B]        (what the actor maximises)
 
-and in three switches of `config.system`:
-    num_critics         TD3: 2 (clipped double Q)      DDPG, D4PG: 1
-    policy_frequency    TD3: 2 (delayed actor and target updates)      DDPG, D4PG: 1
+and in four switches of `config.system`:
+    num_critics          TD3: 2 (clipped double Q)      DDPG, D4PG: 1
+    policy_frequency     TD3: 2 (delayed actor updates)      DDPG, D4PG: 1
+    target_update_period TD3: 2 (delayed target updates, with the actor's)      DDPG, D4PG: 1
     target_policy_noise TD3: 0.2 (target-policy smoothing, clipped to ±target_noise_clip)    DDPG, D4PG: 0
 """
 
@@ -51,9 +52,9 @@ def make_act(actor_apply: Callable, system: Any, warmup_steps: int):
 
 def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_value: Callable,
                           update_fns: ActorCriticUpdateFns, system: Any) -> off_policy.LearnFromBatch:
-    """The skeleton's `learn_from_batch`: a critic step, then (every `policy_frequency` steps) an actor step
-    on the updated critic and a Polyak step of both targets."""
-    tau = float(system.tau)
+    """The skeleton's `learn_from_batch`: a critic step, then (every `policy_frequency` steps) an actor step on
+    the updated critic; every `target_update_period` steps both targets move by `tau` (targets.update_target)."""
+    tau, target_update_period = float(system.tau), int(system.target_update_period)
     policy_frequency = int(system.policy_frequency)
     smoothing_noise, noise_clip = float(system.target_policy_noise), float(system.target_noise_clip)
 
@@ -87,10 +88,10 @@ def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_v
         keep_unless_policy_step = lambda new, old: jax.tree_util.tree_map(
             lambda n, o: jnp.where(policy_step, n, o), new, old)
         actor, actor_opt = keep_unless_policy_step((actor, actor_opt), (params.actor.online, opt_states.actor))
-        actor_target = keep_unless_policy_step(
-            targets.update_target(actor, params.actor.target, update_count + 1, tau, 1), params.actor.target)
-        critic_target = keep_unless_policy_step(
-            targets.update_target(critic, params.critic.target, update_count + 1, tau, 1), params.critic.target)
+        # counted on the steps before this one, so that with target_update_period == policy_frequency (TD3) the
+        # targets move on the same steps as the delayed actor
+        actor_target = targets.update_target(actor, params.actor.target, update_count, tau, target_update_period)
+        critic_target = targets.update_target(critic, params.critic.target, update_count, tau, target_update_period)
 
         params = ActorCriticParams(OnlineAndTarget(actor, actor_target), OnlineAndTarget(critic, critic_target))
         return off_policy.BatchUpdate(params, ActorCriticOptStates(actor_opt, critic_opt),
@@ -112,7 +113,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
                                OnlineAndTarget(critic_params, critic_params))
 
     actor_optimizer = continuous_control.optimizer(system.actor_lr, config, budget)
-    critic_optimizer = continuous_control.optimizer(system.critic_lr, config, budget)
+    critic_optimizer = continuous_control.optimizer(system.q_lr, config, budget)
     update_fns = ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update)
     return off_policy.learner_setup(
         env, key, config, budget,
@@ -122,5 +123,5 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         learn_from_batch=get_learn_from_batch(actor.apply, critics.apply, update_fns, config),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),  # mode == sample here
         eval_params=lambda slot: (slot.params.actor.online, slot.obs_norm),
-        prioritised=bool(system.get("prioritised_replay", False)),
+        prioritized=bool(system.prioritized_replay),
     )

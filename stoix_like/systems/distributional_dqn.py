@@ -3,7 +3,7 @@
 `system.distribution` picks how the return distribution is represented and regressed: `categorical` (fixed
 atoms, cross-entropy to the projected target) or `quantile` (learnt quantiles, quantile Huber loss). The next
 action is greedy in expected Q-values, picked by the target network (`td_target: q_learning`) or the online
-one (`double_q_learning`). Rainbow is this system with a noisy dueling categorical network, prioritised replay
+one (`double_q_learning`). Rainbow is this system with a noisy dueling categorical network, prioritized replay
 and n-step returns (config/rainbow.yaml). Everything else is shared (systems/value_based.py, off_policy.py).
 """
 
@@ -44,7 +44,7 @@ def _categorical_loss(system: Any, select_next_action: Callable) -> value_based.
 
 
 def _quantile_loss(system: Any, select_next_action: Callable) -> value_based.QLoss:
-    huber = float(system.quantile_huber_parameter)
+    huber_delta = float(system.huber_delta)  # 0: plain quantile regression
 
     def q_loss(online, target, batch: Transition):
         online_tm1, target_t = online(batch.observation), target(batch.next_observation)
@@ -52,7 +52,7 @@ def _quantile_loss(system: Any, select_next_action: Callable) -> value_based.QLo
         taus = (jnp.arange(num_quantiles, dtype=jnp.float32) + 0.5) / num_quantiles
         per_example = losses.quantile_q_learning_loss(
             online_tm1.quantiles, taus, batch.action, batch.reward, batch.discount, target_t.quantiles,
-            select_next_action(online, target, batch, target_t), batch.next_observation.action_mask, huber)
+            select_next_action(online, target, batch, target_t), batch.next_observation.action_mask, huber_delta)
         return per_example, per_example, {"q_loss": jnp.mean(per_example)}
 
     return q_loss
@@ -65,7 +65,7 @@ class Distribution(NamedTuple):
 
 
 DISTRIBUTIONS: Dict[str, Distribution] = {
-    "categorical": Distribution(_categorical_loss, "categorical", "mlp_c51 or mlp_noisy_dueling_c51"),
+    "categorical": Distribution(_categorical_loss, "categorical", "mlp_c51 or mlp_rainbow"),
     "quantile": Distribution(_quantile_loss, "quantile", "mlp_qr_dqn"),
 }
 

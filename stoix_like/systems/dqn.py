@@ -1,9 +1,9 @@
 """Scalar-Q systems: DQN (Mnih et al., 2015) and the variants that change only its regression target or loss.
 
 `system.td_target` picks the target: `q_learning` (DQN), `double_q_learning` (Double DQN; van Hasselt et al.,
-2016) or `munchausen` (M-DQN; Vieillard et al., 2020). `system.regularisation_weight > 0` adds w·Q(s, a) to the
+2016) or `munchausen` (M-DQN; Vieillard et al., 2020). `system.regularization_weight > 0` adds w·Q(s, a) to the
 loss of any of them (DQN-Reg; Co-Reyes et al., 2021). A dueling or noisy network is a network config
-(`network=mlp_dueling_dqn`), not a system. Acting, evaluation, the gradient step and the replay machinery are
+(`network=mlp_dqn_dueling`), not a system. Acting, evaluation, the gradient step and the replay machinery are
 shared (stoix_like/systems/value_based.py, off_policy.py); this file holds only what the scalar losses regress on.
 """
 
@@ -58,19 +58,20 @@ EXTRA_KEYS = {"munchausen": (("entropy_temperature", "munchausen_coefficient", "
 
 
 def scalar_q_loss(system: Any) -> value_based.QLoss:
-    """TD loss (squared or Huber) on the chosen target, plus w·Q(s, a) when `regularisation_weight` > 0."""
+    """TD loss (squared, or Huber when `huber_delta` > 0) on the chosen target, plus w·Q(s, a) when
+    `regularization_weight` > 0."""
     td_error_fn = TD_ERRORS[system.td_target]
-    huber = float(system.huber_loss_parameter)
-    regularisation_weight = float(system.regularisation_weight)
+    huber_delta = float(system.huber_delta)
+    regularization_weight = float(system.regularization_weight)
 
     def q_loss(online, target, batch: Transition):
         q_tm1 = online(batch.observation)
         td = td_error_fn(q_tm1, online, target, batch, system)
-        per_example = losses.huber_loss(td, huber) if huber > 0 else losses.l2_loss(td)
+        per_example = losses.huber_loss(td, huber_delta) if huber_delta > 0 else losses.l2_loss(td)
         metrics = {"q_loss": jnp.mean(per_example)}
-        if regularisation_weight:
+        if regularization_weight:
             q_taken = taken_action_values(q_tm1, batch.action)
-            per_example = per_example + regularisation_weight * q_taken
+            per_example = per_example + regularization_weight * q_taken
             metrics["q_taken"] = jnp.mean(q_taken)
         return per_example, jnp.abs(td), metrics
 
@@ -87,7 +88,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
         raise ConfigError(f"system.td_target={system.td_target} needs system.{', system.'.join(missing)}; "
                           f"use system={system_config} (python -m experiments.{system_config}).")
     return value_based.learner_setup(env, key, config, budget, q_loss=scalar_q_loss(system),
-                                     needs_head=value_based.SCALAR, example_networks="mlp_dqn or mlp_dueling_dqn")
+                                     needs_head=value_based.SCALAR, example_networks="mlp_dqn or mlp_dqn_dueling")
 
 
 def run_experiment(config: Any) -> float:

@@ -1,8 +1,9 @@
 """The off-policy skeleton every replay-based system shares.
 
-One update: act for `rollout_length` steps into the replay buffer → `epochs` gradient steps, each on a
-sampled batch of n-step transitions. An algorithm supplies only how to act (`ActFn`) and how to learn from a
-batch (`LearnFromBatch`); `get_learner_fn` builds the learner from them.
+One update: act for `rollout_length` steps into the replay buffer → `gradient_steps_per_update` gradient steps,
+each on a sampled batch of n-step transitions (`total_batch_size` over all devices and batch slots). An
+algorithm supplies only how to act (`ActFn`) and how to learn from a batch (`LearnFromBatch`);
+`get_learner_fn` builds the learner from them.
 
 Warm-up steps (`get_warmup_fn`) fill the buffer before learning; they count in the step budget.
 """
@@ -82,7 +83,7 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: ActFn, config: Any, budget:
 
 
 def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: LearnFromBatch, config: Any,
-                   budget: Budget, prioritised: bool = False) -> Learner:
+                   budget: Budget, prioritized: bool = False) -> Learner:
     """The learner, per device (vmapped over the update batch)."""
     system = config.system
     gamma = float(system.gamma)
@@ -97,14 +98,14 @@ def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: 
             next_observation=normalization.normalize(state.obs_norm, batch.next_observation),
         )
         buffer_state = state.buffer_state
-        if prioritised:
-            # importance weights undo the bias of prioritised sampling; normalised by the max for stability
+        if prioritized:
+            # importance weights undo the bias of prioritized sampling; normalised by the max for stability
             weights = (1.0 / jnp.maximum(sample.probabilities, 1e-10)) ** float(system.importance_sampling_exponent)
             weights = weights / jnp.max(weights)
         else:
             weights = jnp.ones_like(batch.reward)
         update = learn_from_batch(state.params, state.opt_states, batch, weights, learn_key, state.update_count)
-        if prioritised:
+        if prioritized:
             buffer_state = buffer.set_priorities(buffer_state, sample.indices, update.priorities + 1e-6)
         state = state._replace(params=update.params, opt_states=update.opt_states, buffer_state=buffer_state,
                                key=key, update_count=state.update_count + 1)
@@ -112,7 +113,7 @@ def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: 
 
     def update_step(state: OffPolicyLearnerState) -> Tuple[OffPolicyLearnerState, LearnerOutput]:
         state, episode_metrics = rollout(state, budget.rollout_length)
-        state, metrics = jax.lax.scan(learn_step, state, None, length=int(system.epochs))
+        state, metrics = jax.lax.scan(learn_step, state, None, length=int(system.gradient_steps_per_update))
         train_metrics = jax.tree_util.tree_map(jnp.mean, metrics)
         return state, LearnerOutput(episode_metrics=episode_metrics, train_metrics=train_metrics)
 
@@ -132,15 +133,15 @@ def get_warmup_fn(env: VmapWrapper, buffer: Any, act: ActFn, config: Any, budget
 
 def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, params: Any, opt_states: Any,
                   act: ActFn, learn_from_batch: LearnFromBatch, eval_policy: EvalPolicy,
-                  eval_params: Callable[[OffPolicyLearnerState], Any], prioritised: bool = False
+                  eval_params: Callable[[OffPolicyLearnerState], Any], prioritized: bool = False
                   ) -> SystemSetup:
     """Everything but the algorithm: buffer, env states, replication, warm-up."""
     system = config.system
-    if int(system.epochs) < 1:
-        raise ConfigError(f"system.epochs={system.epochs} (gradient steps per update) must be at least 1.")
+    if int(system.gradient_steps_per_update) < 1:
+        raise ConfigError(f"system.gradient_steps_per_update={system.gradient_steps_per_update} must be at least 1.")
     if parallel.is_main_process():
         print(replay_ratio_line(system, budget), flush=True)
-    buffer = replay.make_buffer(system, budget, prioritised=prioritised)
+    buffer = replay.make_buffer(system, budget, prioritized=prioritized)
     batched_env = VmapWrapper(env)
     env_key, step_key = jax.random.split(key)
 
@@ -170,7 +171,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
     if budget.warmup_rollout_length:
         warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
         learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
-    learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritised)
+    learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritized)
     return SystemSetup(learner_fn=learner_fn, learner_state=learner_state, eval_policy=eval_policy,
                        eval_params=eval_params)
 
@@ -178,11 +179,12 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
 def replay_ratio_line(system: Any, budget: Budget) -> str:
     """How hard the replay is worked: gradient steps and sampled transitions per env step.
 
-    Every (device, batch) slot samples its own batch; their gradients are averaged into one step.
+    Every (device, batch) slot samples its share of `total_batch_size`; their gradients are averaged into one step.
     """
     env_steps = budget.steps_per_update
-    epochs = int(system.epochs)
-    sampled = epochs * int(system.batch_size) * budget.n_devices * budget.update_batch_size
-    return (f"replay ratio: {epochs} gradient steps on {sampled} sampled transitions per {env_steps} env steps "
-            f"(rollout {budget.rollout_length} × {budget.total_num_envs} envs) = {epochs / env_steps:.3g} gradient "
-            f"steps and {sampled / env_steps:.3g} sampled transitions per env step")
+    gradient_steps = int(system.gradient_steps_per_update)
+    sampled = gradient_steps * int(system.total_batch_size)
+    return (f"replay ratio: {gradient_steps} gradient steps on {sampled} sampled transitions per {env_steps} env "
+            f"steps (rollout {budget.rollout_length} × {budget.total_num_envs} envs) = "
+            f"{gradient_steps / env_steps:.3g} gradient steps and {sampled / env_steps:.3g} sampled transitions per "
+            f"env step")

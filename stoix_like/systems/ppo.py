@@ -138,4 +138,4 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
 
 
 def run_experiment(config: Any) -> float:
-    return experiment.run(config, learner_setup, algorithm="ppo")
+    return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

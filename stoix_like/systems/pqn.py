@@ -18,7 +18,7 @@ from stoix_like.compilation_cache import jitted_init
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.exploration import epsilon_greedy, linear_epsilon
+from stoix_like.exploration import epsilon_greedy, epsilon_schedule
 from stoix_like.networks.factory import build_q_network
 from stoix_like.ops.indexing import taken_action_values
 from stoix_like.ops.losses import l2_loss
@@ -33,11 +33,12 @@ from stoix_like.types import Observation, PQNLearnerState, RolloutStep
 
 def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, config: Any, budget: Budget) -> Learner:
     system = config.system
-    exploration_updates = int(float(system.exploration_fraction) * budget.num_updates)
+    # measured in updates: with no warm-up, a fraction of the updates is the same fraction of the env-step budget
+    epsilon_at = epsilon_schedule(system.epsilon_start, system.epsilon_end, system.epsilon_decay_fraction,
+                                  budget.num_updates)
 
     def rollout(state: PQNLearnerState) -> Tuple[PQNLearnerState, RolloutStep, jax.Array]:
-        # one ε per rollout, decayed over the first `exploration_fraction` of the updates
-        epsilon = linear_epsilon(state.update_count, 1.0, float(system.training_epsilon), exploration_updates)
+        epsilon = epsilon_at(state.update_count)  # one ε per rollout
 
         def act(q_params, observation: Observation, key: jax.Array):
             action = epsilon_greedy(key, q_apply(q_params, observation), observation.action_mask, epsilon)
@@ -106,4 +107,4 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
 
 
 def run_experiment(config: Any) -> float:
-    return experiment.run(config, learner_setup, algorithm="pqn")
+    return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

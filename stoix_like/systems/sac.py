@@ -76,7 +76,8 @@ def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_f
         log_alpha, alpha_opt = continuous_control.gradient_step(
             update_fns.alpha, params.log_alpha, alpha_grads, opt_states.alpha)
 
-        critic_target = targets.update_target(critic, params.critic.target, update_count + 1, float(system.tau), 1)
+        critic_target = targets.update_target(critic, params.critic.target, update_count + 1, float(system.tau),
+                                              int(system.target_update_period))
         params = SACParams(actor, OnlineAndTarget(critic, critic_target), log_alpha)
         metrics = {**metrics, "actor_loss": policy_loss, "entropy": entropy, "alpha": jnp.exp(log_alpha)}
         return off_policy.BatchUpdate(params, SACOptStates(actor_opt, critic_opt, alpha_opt), metrics, priorities)
@@ -97,7 +98,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
 
     actor_optimizer, critic_optimizer, alpha_optimizer = (
         continuous_control.optimizer(learning_rate, config, budget)
-        for learning_rate in (system.actor_lr, system.critic_lr, system.alpha_lr))
+        for learning_rate in (system.actor_lr, system.q_lr, system.alpha_lr))
     opt_states = SACOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(critic_params),
                               alpha_optimizer.init(params.log_alpha))
     update_fns = SACUpdateFns(actor_optimizer.update, critic_optimizer.update, alpha_optimizer.update)
@@ -109,6 +110,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
                                         target_entropy=-float(action_space.action_dim)),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
         eval_params=lambda slot: (slot.params.actor, slot.obs_norm),
+        prioritized=bool(system.prioritized_replay),
     )
 
 

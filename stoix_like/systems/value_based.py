@@ -26,7 +26,7 @@ from stoix_like.compilation_cache import jitted_init
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
-from stoix_like.exploration import epsilon_greedy, linear_epsilon
+from stoix_like.exploration import epsilon_greedy, epsilon_schedule
 from stoix_like.networks.factory import build_q_network
 from stoix_like.networks.heads import CategoricalQOutput, QuantileQOutput
 from stoix_like.networks.noisy import NOISE_STREAM
@@ -67,12 +67,13 @@ def make_apply(q_network: Any) -> Callable:
 
 def make_act(apply: Callable, system: Any, total_timesteps: int):
     """ε-greedy on the expected Q-values over legal actions; noise (if any) sampled afresh every step."""
-    decay_steps = int(float(system.epsilon_decay_fraction) * total_timesteps)
+    epsilon_at = epsilon_schedule(system.epsilon_start, system.epsilon_end, system.epsilon_decay_fraction,
+                                  total_timesteps)
 
     def act(params: OnlineAndTarget, observation, key, global_env_steps):
         noise_key, explore_key = jax.random.split(key)
         q_values = q_values_of(apply(params.online, observation, noise_key))
-        epsilon = linear_epsilon(global_env_steps, float(system.epsilon_start), float(system.epsilon_end), decay_steps)
+        epsilon = epsilon_at(global_env_steps)
         action = epsilon_greedy(explore_key, q_values, observation.action_mask, epsilon)
         return action, action
 
@@ -108,6 +109,7 @@ def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, sy
         grads, metrics = parallel.pmean_batch_then_device((grads, metrics))
         updates, opt_state = q_update(grads, opt_state, params.online)
         online = optax.apply_updates(params.online, updates)
+        # the period counts gradient steps taken, this one included: a copy lands at the end of each period
         target = targets.update_target(online, params.target, update_count + 1, float(system.tau),
                                        int(system.target_update_period))
         return off_policy.BatchUpdate(OnlineAndTarget(online, target), opt_state, metrics, priorities)
@@ -124,8 +126,9 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
     if not isinstance(env.action_space, DiscreteActionSpace):
         raise ConfigError(f"{config.env.scenario.name} has continuous actions; {name} needs discrete ones "
                           f"(use experiments.sac / td3 / ddpg for continuous control).")
-    if "q_network" not in config.network:
-        raise ConfigError(f"the network config has no q_network, which {name} needs; "
+    if "q_network" not in config.network or "actor_network" in config.network:
+        # an actor-critic network (SAC's, TD3's) has a q_network too, but of Q(s, a): not one value per action
+        raise ConfigError(f"the network config has no q_network of one value per action, which {name} needs; "
                           f"use e.g. network={example_networks}.")
     q_network = build_q_network(config.network, env.action_space)
     observation = example_observation(env)
@@ -139,8 +142,8 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
     init_key, key = jax.random.split(key)
     online = jitted_init(q_network)(init_key, observation)  # one compile, not one per op
     apply = make_apply(q_network)
-    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, budget.num_updates * int(system.epochs),
-                               system.decay_learning_rates)
+    optimizer = make_optimizer(system.q_lr, system.max_grad_norm,
+                               budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
     return off_policy.learner_setup(
         env, key, config, budget,
         params=OnlineAndTarget(online, online), opt_states=optimizer.init(online),
@@ -148,5 +151,5 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
         learn_from_batch=make_learn_from_batch(apply, optimizer.update, q_loss, system),
         eval_policy=greedy_policy(apply),
         eval_params=lambda slot: (slot.params.online, slot.obs_norm),
-        prioritised=bool(system.prioritised_replay),
+        prioritized=bool(system.prioritized_replay),
     )

@@ -1,0 +1,337 @@
+"""Config schemas: dataclasses whose fields are the keys, each with its range and doc in `metadata`.
+
+The `arch`, `env` and `logger` groups and `config/evaluate.yaml` have one schema each; a system's schema is
+composed of shared blocks.
+
+A block is one idea several systems share, under one set of names (docs/glossary.md): the ε-greedy schedule,
+replay, the target network, an optimiser, ... Each system's schema inherits the blocks it uses plus its own
+keys, so it lists exactly the keys its code reads; `tests/test_vocabulary.py` checks every shipped
+`config/system/*.yaml` against its schema. A field's `metadata["spec"]` (stoix_like/config_spec.py) is its type,
+valid range and one-line doc: `config_schema.SPECS` reads every `system.*` range from here, so a range is written
+once (the same goes for `arch.*`, `env.*`, `logger.*` and evaluate's keys). The YAML files hold the values
+(fields have no defaults: `???`). Network parts are Hydra `_target_`s with open keyword arguments, so they have no
+schema here: their rows are patterns in config_schema.SPECS. No jax, no Hydra.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Type
+
+from stoix_like.config_spec import (DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, NEPTUNE_MODES, POSITIVE_INT,
+                                    SAVED_PARAMS, TD_TARGETS, Spec, choice, flag, integer, real)
+
+REQUIRED = "???"  # OmegaConf's MISSING: the value comes from the YAML
+
+
+def key(spec: Spec) -> Any:
+    """A schema field: its value from the YAML, its type, range and doc from `spec`."""
+    return field(default=REQUIRED, metadata={"spec": spec})
+
+
+def text(doc: str) -> Any:
+    """A free-form string field (a name): no range, only a doc."""
+    return field(default=REQUIRED, metadata={"doc": doc})
+
+
+def part(schema: Type[Any]) -> Any:
+    """A nested block of keys (`logger.checkpointing`)."""
+    return field(default_factory=schema)
+
+
+LEARNING_RATE = "learning rate: 0 learns nothing and a negative rate climbs the loss"
+
+
+# ---------------------------------------------------------------------------------- arch, env, logger, evaluate
+
+@dataclass
+class ArchSchema:
+    """config/arch/anakin.yaml"""
+    seed: int = key(integer("[0, inf)", "the first seed; seed k of an N-seed run is arch.seed + k"))
+    num_seeds: int = key(integer(POSITIVE_INT, "seeds trained side by side in one program"))
+    total_num_envs: int = key(integer(POSITIVE_INT, "envs over all devices and batch slots"))
+    total_timesteps: int = key(integer(POSITIVE_INT, "env steps per seed, warm-up included"))
+    num_evaluation: int = key(integer(POSITIVE_INT, "evaluations spread over the run"))
+    num_eval_episodes: int = key(integer(POSITIVE_INT, "episodes per evaluation"))
+    update_batch_size: int = key(integer(POSITIVE_INT, "learner copies per device whose gradients are averaged"))
+    evaluation_greedy: bool = key(flag("evaluate with the policy's mode instead of sampling"))
+    multihost: bool = key(flag("start jax.distributed"))
+    coordinator_address: Optional[str] = text("HOST:PORT of process 0")
+    num_processes: Optional[int] = key(integer("[1, inf)", "processes taking part, with arch.coordinator_address",
+                                               nullable=True))
+    process_id: Optional[int] = key(integer("[0, inf)", "this process's index, 0 .. arch.num_processes - 1",
+                                            nullable=True))
+    multihost_init_timeout_seconds: Optional[int] = key(integer(
+        POSITIVE_INT, "seconds jax.distributed start-up waits for every process; null: the default", nullable=True))
+    heartbeat_timeout_seconds: Optional[int] = key(integer(
+        POSITIVE_INT, "seconds of silence before jax.distributed declares a process dead; null: the default",
+        nullable=True))
+    collective_timeout_seconds: Optional[float] = key(real(
+        "(0, inf)", "seconds a process waits for its peers in a cross-process stage; null: the default",
+        nullable=True))
+
+
+@dataclass
+class ScenarioSchema:
+    name: str = text("the suite's environment name")
+
+
+@dataclass
+class EnvSchema:
+    """config/env/<suite>/<task>.yaml. `kwargs` go to the suite's adapter as they are (brax's `backend` has a
+    pattern row in config_schema.SPECS)."""
+    suite: str = key(choice(ENV_SUITES, "the environment suite"))
+    scenario: ScenarioSchema = part(ScenarioSchema)
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    max_episode_steps: Optional[int] = key(integer(
+        POSITIVE_INT, "the time limit in steps, a truncation; null: the suite's own", nullable=True))
+    eval_metric: str = key(choice(EVAL_METRICS, "the evaluation metric"))
+    solved_return: Optional[float] = key(real("(-inf, inf)", "the return that counts as solved; null: none",
+                                              nullable=True))
+
+
+@dataclass
+class TensorboardSchema:
+    enabled: bool = key(flag("write TensorBoard scalars"))
+
+
+@dataclass
+class NeptuneSchema:
+    enabled: bool = key(flag("log to Neptune"))
+    project: Optional[str] = text("WORKSPACE/PROJECT")
+    mode: str = key(choice(NEPTUNE_MODES, "Neptune's connection mode"))
+    tags: List[str] = field(default_factory=list, metadata={"doc": "Neptune tags"})
+
+
+@dataclass
+class LoggerKindSchema:
+    tensorboard: TensorboardSchema = part(TensorboardSchema)
+    neptune: NeptuneSchema = part(NeptuneSchema)
+
+
+@dataclass
+class CheckpointingSchema:
+    save_model: bool = key(flag("save a checkpoint at each evaluation"))
+    directory: Optional[str] = text("where checkpoints go")
+    keep_last: int = key(integer(POSITIVE_INT, "the checkpoints kept, besides the best"))
+    resume: bool = key(flag("continue the run saved in logger.checkpointing.directory"))
+    resume_from: Optional[str] = text("a checkpoint to continue from")
+    load_params_from: Optional[str] = text("a checkpoint whose params start the run")
+
+
+@dataclass
+class LoggerSchema:
+    """config/logger/default.yaml"""
+    base_exp_path: str = text("the run directory outside Hydra")
+    use_console: bool = key(flag("log to the console"))
+    use_json: bool = key(flag("write metrics.json"))
+    kind: LoggerKindSchema = part(LoggerKindSchema)
+    checkpointing: CheckpointingSchema = part(CheckpointingSchema)
+
+
+@dataclass
+class EvaluateSchema:
+    """config/evaluate.yaml (top-level keys)"""
+    checkpoint: str = text("the checkpoint to evaluate")
+    params: str = key(choice(SAVED_PARAMS, "which saved params to evaluate"))
+    num_episodes: int = key(integer(POSITIVE_INT, "episodes to evaluate"))
+    seed: int = key(integer("[0, inf)", "the evaluation's own seed"))
+    greedy: Optional[bool] = key(flag("evaluate with the policy's mode; null: as the run evaluated", nullable=True))
+
+
+# group -> its schema ("" for evaluate's top-level keys)
+GROUP_SCHEMAS: Dict[str, Type[Any]] = {"arch": ArchSchema, "env": EnvSchema, "logger": LoggerSchema,
+                                       "": EvaluateSchema}
+
+
+# ----------------------------------------------------------------------------------------------------- blocks
+
+@dataclass
+class SystemBlock:
+    """What every system has."""
+    system_name: str = text("the name the run is logged under")
+    rollout_length: int = key(integer(POSITIVE_INT, "env steps per env in each update"))
+    gamma: float = key(real("(0, 1]", "the discount"))
+    decay_learning_rates: bool = key(flag("decay the learning rates linearly to 0 over the run"))
+    max_grad_norm: float = key(real("(0, inf)", "the global gradient-norm clip"))
+    normalize_observations: bool = key(flag("normalise observations by running statistics"))
+
+
+@dataclass
+class OnPolicyBatchesBlock:
+    epochs: int = key(integer(POSITIVE_INT, "on-policy passes over each rollout"))
+    num_minibatches: int = key(integer(POSITIVE_INT, "minibatches each epoch splits the rollout into"))
+
+
+@dataclass
+class ReplayBlock:
+    warmup_rollout_length: int = key(integer("[0, inf)", "env steps per env filling the buffer before learning"))
+    gradient_steps_per_update: int = key(integer(POSITIVE_INT, "gradient steps on sampled batches per update"))
+    total_batch_size: int = key(integer(POSITIVE_INT, "transitions sampled per gradient step, over all devices "
+                                                      "and slots"))
+    total_buffer_size: int = key(integer(POSITIVE_INT, "replay capacity in transitions, over all devices and slots"))
+    n_step: int = key(integer(POSITIVE_INT, "steps summed into each return before bootstrapping"))
+    prioritized_replay: bool = key(flag("sample transitions by priority"))
+    priority_exponent: float = key(real("[0, 1]", "the priority exponent: 0 samples uniformly"))
+    importance_sampling_exponent: float = key(real("[0, 1]", "the importance-sampling exponent: 1 corrects fully"))
+
+
+@dataclass
+class EpsilonGreedyBlock:
+    epsilon_start: float = key(real("[0, 1]", "the initial exploration probability"))
+    epsilon_end: float = key(real("[0, 1]", "the final exploration probability"))
+    epsilon_decay_fraction: float = key(real("[0, 1]", "the fraction of the env-step budget over which epsilon "
+                                                        "decays"))
+
+
+@dataclass
+class TargetNetworkBlock:
+    tau: float = key(real("(0, 1]", "how far the target moves towards the online network: 1 a hard copy"))
+    target_update_period: int = key(integer(POSITIVE_INT, "gradient steps between target moves"))
+
+
+@dataclass
+class DeterministicPolicyBlock:
+    policy_frequency: int = key(integer(POSITIVE_INT, "Q-network steps per actor update"))
+    target_policy_noise: float = key(real("[0, inf)", "the std of target-policy smoothing noise: 0 for none"))
+    target_noise_clip: float = key(real("[0, inf)", "the bound of target-policy smoothing noise"))
+    exploration_noise: float = key(real("[0, inf)", "the std of the Gaussian acting noise in [-1, 1]"))
+
+
+@dataclass
+class MunchausenBlock:
+    entropy_temperature: float = key(real("(0, inf)", "M-DQN's softmax temperature"))
+    munchausen_coefficient: float = key(real("[0, 1]", "M-DQN's weight of the log-policy bonus"))
+    munchausen_clip_value_min: float = key(real("(-inf, 0]", "M-DQN's lower clip of the log-policy, which is <= 0"))
+
+
+# Learning rates are named after the network they train.
+@dataclass
+class ActorLearningRate:
+    actor_lr: float = key(real("(0, inf)", "the actor_network's " + LEARNING_RATE))
+
+
+@dataclass
+class CriticLearningRate:
+    critic_lr: float = key(real("(0, inf)", "the critic_network's (a state value V) " + LEARNING_RATE))
+
+
+@dataclass
+class QLearningRate:
+    q_lr: float = key(real("(0, inf)", "the q_network's (a Q-function) " + LEARNING_RATE))
+
+
+# ---------------------------------------------------------------------------------------------------- systems
+# Bases are listed last-to-first in field order; every system starts with SystemBlock's keys.
+
+@dataclass
+class PPOSchema(CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    gae_lambda: float = key(real("[0, 1]", "GAE's lambda: 0 one-step TD, 1 Monte-Carlo"))
+    clip_eps: float = key(real("(0, inf)", "PPO's clipping range of the probability ratio and the value"))
+    ent_coef: float = key(real("[0, inf)", "the weight of the entropy bonus"))
+    vf_coef: float = key(real("(0, inf)", "the weight of the value loss: 0 would never train the critic"))
+    standardize_advantages: bool = key(flag("standardise advantages per minibatch"))
+
+
+@dataclass
+class PQNSchema(EpsilonGreedyBlock, QLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    reward_scale: float = key(real("(0, inf)", "the factor rewards are scaled by in the targets"))
+    q_lambda: float = key(real("[0, 1]", "Q(lambda)'s lambda: 0 one-step targets, 1 Monte-Carlo"))
+
+
+@dataclass
+class QLearningSchema(TargetNetworkBlock, EpsilonGreedyBlock, QLearningRate, ReplayBlock, SystemBlock):
+    """What the replay-based Q-learning systems share (config/system/shared/q_learning.yaml)."""
+    td_target: str = key(choice(TD_TARGETS, "the regression target"))
+
+
+HUBER_DELTA = real("[0, inf)", "the Huber delta: 0 for the squared error (QR-DQN: plain quantile regression)")
+
+
+@dataclass
+class DQNSchema(QLearningSchema):
+    huber_delta: float = key(HUBER_DELTA)
+    regularization_weight: float = key(real("[0, inf)", "DQN-Reg's weight of Q(s, a) in the loss: 0 for none"))
+
+
+@dataclass
+class MDQNSchema(MunchausenBlock, DQNSchema):
+    pass
+
+
+@dataclass
+class C51Schema(QLearningSchema):
+    distribution: str = key(choice(DISTRIBUTIONS, "how the return distribution is represented"))
+
+
+@dataclass
+class QRDQNSchema(C51Schema):
+    huber_delta: float = key(HUBER_DELTA)
+
+
+NUM_CRITICS = integer(POSITIVE_INT, "Q-networks whose minimum is the target")
+
+
+@dataclass
+class SACSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, ReplayBlock, SystemBlock):
+    num_critics: int = key(NUM_CRITICS)
+    alpha_lr: float = key(real("(0, inf)", "SAC's entropy temperature's " + LEARNING_RATE))
+    init_alpha: float = key(real("(0, inf)", "SAC's initial entropy temperature, whose log is learnt"))
+
+
+@dataclass
+class D4PGSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, DeterministicPolicyBlock, ReplayBlock,
+                 SystemBlock):
+    pass
+
+
+@dataclass
+class TD3Schema(D4PGSchema):
+    num_critics: int = key(NUM_CRITICS)
+
+
+# system_name -> its schema (DDPG is TD3's learner with other values)
+SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
+    "ppo": PPOSchema, "pqn": PQNSchema,
+    "dqn": DQNSchema, "ddqn": DQNSchema, "dqn_reg": DQNSchema, "mdqn": MDQNSchema,
+    "c51": C51Schema, "rainbow": C51Schema, "qr_dqn": QRDQNSchema,
+    "sac": SACSchema, "td3": TD3Schema, "ddpg": TD3Schema, "d4pg": D4PGSchema,
+}
+
+
+def _walk(schema: Type[Any], prefix: str):
+    """(dotted key, field) of every leaf field, nested blocks entered."""
+    for schema_field in dataclasses.fields(schema):
+        nested = schema_field.default_factory if schema_field.default_factory is not dataclasses.MISSING else None
+        if nested is not None and dataclasses.is_dataclass(nested):
+            yield from _walk(nested, f"{prefix}{schema_field.name}.")
+        else:
+            yield f"{prefix}{schema_field.name}", schema_field
+
+
+def _all_fields():
+    for group, schema in GROUP_SCHEMAS.items():
+        yield from _walk(schema, f"{group}." if group else "")
+    for schema in SYSTEM_SCHEMAS.values():
+        yield from _walk(schema, "system.")
+
+
+def specs() -> Dict[str, Spec]:
+    """Dotted key -> its spec, over every schema (a block shared by several systems gives one spec per key)."""
+    found: Dict[str, Spec] = {}
+    for dotted, schema_field in _all_fields():
+        if "spec" in schema_field.metadata:
+            assert found.setdefault(dotted, schema_field.metadata["spec"]) == schema_field.metadata["spec"], dotted
+    return found
+
+
+def free_form() -> Dict[str, str]:
+    """Dotted key -> its doc, for the free-form fields (names, paths, addresses)."""
+    return {dotted: schema_field.metadata["doc"] for dotted, schema_field in _all_fields()
+            if "doc" in schema_field.metadata}
+
+
+def schema_keys(system_name: str) -> set:
+    """The keys `system_name`'s config must have, exactly."""
+    return {schema_field.name for schema_field in dataclasses.fields(SYSTEM_SCHEMAS[system_name])}

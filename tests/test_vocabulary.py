@@ -1,0 +1,166 @@
+"""One name per idea (docs/glossary.md): every shipped config/<algo>.yaml, composed with Hydra, speaks one
+vocabulary. A shared block of keys is all-or-nothing in each system, no system carries a key outside the
+vocabulary, learning rates are named after the network they train, and file and key names follow one scheme.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+import pytest
+from conftest import compose_config
+
+from stoix_like import config_schema, schemas
+from stoix_like.entry import CONFIG_DIR, available_options
+
+ALGORITHMS = sorted(name[: -len(".yaml")] for name in os.listdir(CONFIG_DIR)
+                    if name.endswith(".yaml") and name not in ("hydra_settings.yaml", "evaluate.yaml"))
+
+# A block is an idea several systems share: a system that has one of its keys has all of them, by these names.
+BLOCKS = {
+    "rollout": {"rollout_length"},
+    "optimizer": {"decay_learning_rates", "max_grad_norm"},
+    "discount": {"gamma"},
+    "observation normalization": {"normalize_observations"},
+    "on-policy batches": {"epochs", "num_minibatches"},
+    "replay": {"warmup_rollout_length", "gradient_steps_per_update", "total_batch_size", "total_buffer_size",
+               "n_step", "prioritized_replay", "priority_exponent", "importance_sampling_exponent"},
+    "epsilon-greedy exploration": {"epsilon_start", "epsilon_end", "epsilon_decay_fraction"},
+    "target network": {"tau", "target_update_period"},
+    "deterministic policy": {"policy_frequency", "target_policy_noise", "target_noise_clip", "exploration_noise"},
+    "munchausen": set(config_schema.MUNCHAUSEN_KEYS),
+}
+# Every system has these blocks.
+EVERY_SYSTEM = ("rollout", "optimizer", "discount", "observation normalization")
+# Learning rates are named after the network they train (a Q-function is a q_network everywhere).
+LEARNING_RATES = {"actor_lr": "actor_network", "critic_lr": "critic_network", "q_lr": "q_network",
+                  "alpha_lr": None}  # SAC's entropy temperature is a parameter, not a network
+# Keys of one system or a few, outside any block.
+OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regularization_weight", "num_critics",
+            "init_alpha", "reward_scale", "q_lambda", "gae_lambda", "clip_eps", "ent_coef", "vf_coef",
+            "standardize_advantages"}
+VOCABULARY = set().union(*BLOCKS.values(), LEARNING_RATES, OWN_KEYS)
+BRITISH = re.compile(r"(prioritis|regularis|normalis|standardis|optimis|parameteris)")
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory):
+    results = tmp_path_factory.mktemp("results")
+    return {name: compose_config(name, base_exp_path=results) for name in ALGORITHMS}
+
+
+def test_the_blocks_do_not_overlap():
+    names = [key for block in BLOCKS.values() for key in block] + list(LEARNING_RATES) + list(OWN_KEYS)
+    assert len(names) == len(set(names))
+
+
+def test_a_system_has_all_of_a_block_or_none_of_it(configs):
+    partial = {}
+    for name, config in configs.items():
+        keys = set(config.system)
+        for block, block_keys in BLOCKS.items():
+            if keys & block_keys and not block_keys <= keys:
+                partial[f"{name}: {block}"] = sorted(block_keys - keys)
+    assert not partial, f"blocks with keys missing: {partial}"
+
+
+def test_every_system_has_the_blocks_every_system_needs(configs):
+    for name, config in configs.items():
+        for block in EVERY_SYSTEM:
+            assert BLOCKS[block] <= set(config.system), (name, block)
+
+
+def test_no_system_key_lies_outside_the_vocabulary(configs):
+    outside = {name: sorted(set(config.system) - VOCABULARY) for name, config in configs.items()}
+    assert not {name: keys for name, keys in outside.items() if keys}, outside
+
+
+def test_learning_rates_are_named_after_the_network_they_train(configs):
+    for name, config in configs.items():
+        rates = [key for key in config.system if key.endswith("_lr")]
+        assert rates, name
+        for rate in rates:
+            assert rate in LEARNING_RATES, (name, rate)
+            network = LEARNING_RATES[rate]
+            assert network is None or network in config.network, f"{name}: {rate} but no network.{network}"
+        for network in config.network:
+            trained_by = [rate for rate, trains in LEARNING_RATES.items() if trains == network]
+            assert set(trained_by) & set(rates), f"{name}: network.{network} has no learning rate"
+
+
+def test_every_system_names_itself(configs):
+    for name, config in configs.items():
+        assert config.system.system_name == name
+
+
+def test_sizes_summed_over_devices_and_slots_say_total(configs):
+    for name, config in configs.items():
+        for key in config.system:
+            assert not key.endswith("_size") or key.startswith("total_"), (name, key)
+
+
+def test_keys_are_spelt_the_american_way(configs):
+    for name, config in configs.items():
+        british = [key for key, _ in config_schema.leaves(config) if BRITISH.search(key)]
+        assert not british, (name, british)
+
+
+def test_network_files_are_named_torso_system_variant():
+    systems = "|".join(sorted(ALGORITHMS, key=len, reverse=True))  # longest first: qr_dqn before dqn
+    pattern = re.compile(rf"^mlp_({systems})(_[a-z0-9]+)?$")
+    misnamed = [option for option in available_options("network") if not pattern.match(option)]
+    assert not misnamed, misnamed
+
+
+def test_every_env_has_the_one_time_limit_key(tmp_path):
+    for env in available_options("env"):
+        config = compose_config("ppo", [f"env={env}"], base_exp_path=tmp_path)
+        assert "max_episode_steps" in config.env, env
+        assert not {"episode_length", "max_episode_steps"} & set(config.env.kwargs or {}), env
+
+
+def test_each_system_config_has_exactly_the_keys_of_its_schema(configs):
+    """The schema (stoix_like/schemas.py) lists the keys the system's code reads; its YAML holds their values."""
+    for name, config in configs.items():
+        schema = schemas.SYSTEM_SCHEMAS[str(config.system.system_name)]
+        assert set(config.system) == schemas.schema_keys(name), (name, schema.__name__)
+
+
+def test_the_blocks_here_are_the_schema_blocks():
+    """The vocabulary this test checks and the schema's blocks are the same sets of names."""
+    block_classes = {"replay": schemas.ReplayBlock, "epsilon-greedy exploration": schemas.EpsilonGreedyBlock,
+                     "target network": schemas.TargetNetworkBlock, "on-policy batches": schemas.OnPolicyBatchesBlock,
+                     "deterministic policy": schemas.DeterministicPolicyBlock, "munchausen": schemas.MunchausenBlock}
+    for block, schema in block_classes.items():
+        assert BLOCKS[block] == {field.name for field in dataclasses.fields(schema)}, block
+
+
+def test_arch_env_and_logger_have_exactly_the_keys_of_their_schemas(configs, tmp_path):
+    def keys(schema, prefix=""):
+        for schema_field in dataclasses.fields(schema):
+            nested = schema_field.default_factory
+            if nested is not dataclasses.MISSING and dataclasses.is_dataclass(nested):
+                yield from keys(nested, f"{prefix}{schema_field.name}.")
+            else:
+                yield f"{prefix}{schema_field.name}"
+
+    def shipped_keys(node, prefix=""):
+        for name, value in node.items():
+            if isinstance(value, dict) and name != "kwargs":  # env kwargs go to the suite as they are
+                yield from shipped_keys(value, f"{prefix}{name}.")
+            else:
+                yield f"{prefix}{name}"
+
+    from omegaconf import OmegaConf
+
+    configs = [compose_config("ppo", [f"env={env}"], base_exp_path=tmp_path) for env in available_options("env")]
+    for config in configs:
+        container = OmegaConf.to_container(config, resolve=False)
+        for group, schema in schemas.GROUP_SCHEMAS.items():
+            if group:
+                assert set(shipped_keys(container[group])) == set(keys(schema)), group
+    evaluate = OmegaConf.to_container(compose_config("evaluate", ["checkpoint=x"]), resolve=False)
+    assert set(shipped_keys({key: value for key, value in evaluate.items() if key != "hydra"})) == set(
+        keys(schemas.EvaluateSchema))
