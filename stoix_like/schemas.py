@@ -48,6 +48,7 @@ LEARNING_RATE = "learning rate: 0 learns nothing and a negative rate climbs the 
 @dataclass
 class ArchSchema:
     """config/arch/anakin.yaml"""
+
     seed: int = key(integer("[0, inf)", "the first seed; seed k of an N-seed run is arch.seed + k"))
     num_seeds: int = key(integer(POSITIVE_INT, "seeds trained side by side in one program"))
     total_num_envs: int = key(integer(POSITIVE_INT, "envs over all devices and batch slots"))
@@ -123,6 +124,7 @@ class CheckpointingSchema:
 @dataclass
 class LoggerSchema:
     """config/logger/default.yaml"""
+
     base_exp_path: str = text("the run directory outside Hydra")
     use_console: bool = key(flag("log to the console"))
     use_json: bool = key(flag("write metrics.json"))
@@ -133,6 +135,7 @@ class LoggerSchema:
 @dataclass
 class EvaluateSchema:
     """config/evaluate.yaml (top-level keys)"""
+
     checkpoint: str = text("the checkpoint to evaluate")
     params: str = key(choice(SAVED_PARAMS, "which saved params to evaluate"))
     num_episodes: int = key(integer(POSITIVE_INT, "episodes to evaluate"))
@@ -150,6 +153,7 @@ GROUP_SCHEMAS: Dict[str, Type[Any]] = {"arch": ArchSchema, "env": EnvSchema, "lo
 @dataclass
 class SystemBlock:
     """What every system has."""
+
     system_name: str = text("the name the run is logged under")
     rollout_length: int = key(integer(POSITIVE_INT, "env steps per env in each update"))
     gamma: float = key(real("(0, 1]", "the discount"))
@@ -160,12 +164,16 @@ class SystemBlock:
 
 @dataclass
 class OnPolicyBatchesBlock:
+    """How each on-policy rollout is learnt from: epochs over it, split into minibatches."""
+
     epochs: int = key(integer(POSITIVE_INT, "on-policy passes over each rollout"))
     num_minibatches: int = key(integer(POSITIVE_INT, "minibatches each epoch splits the rollout into"))
 
 
 @dataclass
 class ReplayBlock:
+    """The replay buffer: what fills it, its size, how batches are drawn from it."""
+
     warmup_rollout_length: int = key(integer("[0, inf)", "env steps per env filling the buffer before learning"))
     gradient_steps_per_update: int = key(integer(POSITIVE_INT, "gradient steps on sampled batches per update"))
     total_batch_size: int = key(integer(POSITIVE_INT, "transitions sampled per gradient step, over all devices "
@@ -179,6 +187,8 @@ class ReplayBlock:
 
 @dataclass
 class EpsilonGreedyBlock:
+    """ε-greedy acting: ε decays linearly from epsilon_start to epsilon_end, then stays."""
+
     epsilon_start: float = key(real("[0, 1]", "the initial exploration probability"))
     epsilon_end: float = key(real("[0, 1]", "the final exploration probability"))
     epsilon_decay_fraction: float = key(real("[0, 1]", "the fraction of the env-step budget over which epsilon "
@@ -187,12 +197,16 @@ class EpsilonGreedyBlock:
 
 @dataclass
 class TargetNetworkBlock:
+    """Every target_update_period gradient steps: target ← tau·online + (1 − tau)·target."""
+
     tau: float = key(real("(0, 1]", "how far the target moves towards the online network: 1 a hard copy"))
     target_update_period: int = key(integer(POSITIVE_INT, "gradient steps between target moves"))
 
 
 @dataclass
 class DeterministicPolicyBlock:
+    """TD3/DDPG/D4PG: a deterministic actor, its delayed updates, and its acting and smoothing noise."""
+
     policy_frequency: int = key(integer(POSITIVE_INT, "Q-network steps per actor update"))
     target_policy_noise: float = key(real("[0, inf)", "the std of target-policy smoothing noise: 0 for none"))
     target_noise_clip: float = key(real("[0, inf)", "the bound of target-policy smoothing noise"))
@@ -201,6 +215,8 @@ class DeterministicPolicyBlock:
 
 @dataclass
 class MunchausenBlock:
+    """M-DQN's log-policy bonus on the reward."""
+
     entropy_temperature: float = key(real("(0, inf)", "M-DQN's softmax temperature"))
     munchausen_coefficient: float = key(real("[0, 1]", "M-DQN's weight of the log-policy bonus"))
     munchausen_clip_value_min: float = key(real("(-inf, 0]", "M-DQN's lower clip of the log-policy, which is <= 0"))
@@ -243,6 +259,7 @@ class PQNSchema(EpsilonGreedyBlock, QLearningRate, OnPolicyBatchesBlock, SystemB
 @dataclass
 class QLearningSchema(TargetNetworkBlock, EpsilonGreedyBlock, QLearningRate, ReplayBlock, SystemBlock):
     """What the replay-based Q-learning systems share (config/system/shared/q_learning.yaml)."""
+
     td_target: str = key(choice(TD_TARGETS, "the regression target"))
 
 
