@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Tuple
 
 import jax
 import numpy as np
+from omegaconf import DictConfig
 
 from stoix_like import budget as budget_lib
 from stoix_like import config_schema
@@ -42,7 +43,7 @@ class RunResult(NamedTuple):
     learned_steps: int  # env steps those learn calls took, all seeds together (since resuming, if resumed)
 
 
-def make_budget(config: Any) -> budget_lib.Budget:
+def make_budget(config: DictConfig) -> budget_lib.Budget:
     return budget_lib.make_budget(
         total_timesteps=int(config.arch.total_timesteps),
         total_num_envs=int(config.arch.total_num_envs),
@@ -54,7 +55,7 @@ def make_budget(config: Any) -> budget_lib.Budget:
     )
 
 
-def seeds_of(config: Any) -> List[int]:
+def seeds_of(config: DictConfig) -> List[int]:
     """Seed k of an N-seed run is `arch.seed + k`: exactly the run `arch.seed=<that>` would be."""
     num_seeds = int(config.arch.num_seeds)
     if num_seeds < 1:
@@ -62,7 +63,7 @@ def seeds_of(config: Any) -> List[int]:
     return [int(config.arch.seed) + k for k in range(num_seeds)]
 
 
-def run_dir_of(config: Any) -> str:
+def run_dir_of(config: DictConfig) -> str:
     """Hydra's per-run output directory when launched through Hydra, else logger.base_exp_path."""
     try:
         from hydra.core.hydra_config import HydraConfig
@@ -92,7 +93,7 @@ def _mean_completed_episode_return(episode_metrics: Dict[str, np.ndarray]) -> fl
     return float(episode_metrics["episode_return"][ended].mean())
 
 
-def _describe(algorithm: str, config: Any, budget: budget_lib.Budget, seeds: List[int]) -> str:
+def _describe(algorithm: str, config: DictConfig, budget: budget_lib.Budget, seeds: List[int]) -> str:
     return (
         f"{algorithm} on {config.env.suite}/{config.env.scenario.name}: {budget.total_timesteps:,} steps = "
         f"{budget.num_evaluation} evaluations × {budget.updates_per_evaluation} updates × "
@@ -104,12 +105,12 @@ def _describe(algorithm: str, config: Any, budget: budget_lib.Budget, seeds: Lis
     )
 
 
-def run(config: Any, learner_setup: LearnerSetup, algorithm: str) -> float:
+def run(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> float:
     """Train, evaluate and log one run; returns the absolute-metric mean return of the best params (seed mean)."""
     return train(config, learner_setup, algorithm).absolute_return
 
 
-def train(config: Any, learner_setup: LearnerSetup, algorithm: str) -> RunResult:
+def train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> RunResult:
     # Everything a user can get wrong is checked here, before processes connect, envs, setup or compilation.
     config_schema.validate(config)  # every key's type and range: stoix_like/config_schema.py
     parallel.maybe_initialize_distributed(config.arch)
@@ -125,7 +126,7 @@ def train(config: Any, learner_setup: LearnerSetup, algorithm: str) -> RunResult
         logger.close()
 
 
-def _train(config: Any, learner_setup: LearnerSetup, algorithm: str, budget: budget_lib.Budget,
+def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budget: budget_lib.Budget,
            seeds: List[int], checkpoints: checkpointing.Checkpoints, logger: Logger) -> RunResult:
     """setup → resume? → compile → [learn → evaluate → checkpoint] × N → absolute metric, as named steps."""
     train_env, eval_env = envs_lib.make(config.env)
@@ -175,7 +176,7 @@ class Prepared(NamedTuple):
     eval_keys: np.ndarray  # (num_seeds, 2): each seed's first eval key
 
 
-def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config: Any, budget: budget_lib.Budget,
+def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config: DictConfig, budget: budget_lib.Budget,
            seeds: List[int]) -> Prepared:
     """Each seed is set up exactly as a single run with that seed would be; the states then sit side by side."""
     setups, eval_keys = [], []
@@ -314,7 +315,7 @@ def absolute_metric(loop: Loop, progress: checkpointing.Progress) -> List[float]
     return absolute_returns
 
 
-def _report(loop: Loop, config: Any, progress: checkpointing.Progress, absolute_returns: List[float],
+def _report(loop: Loop, config: DictConfig, progress: checkpointing.Progress, absolute_returns: List[float],
             compile_seconds: float, learn_seconds: float, learned_here: int, resumed: bool) -> None:
     num_seeds = len(loop.seeds)
     loop.logger.message(
@@ -343,7 +344,7 @@ def _refuse_non_finite(train_metrics: Dict[str, np.ndarray], evaluation: int, bu
         )
 
 
-def evaluate_checkpoint(config: Any) -> float:
+def evaluate_checkpoint(config: DictConfig) -> float:
     """`python -m experiments.evaluate checkpoint=PATH`: return statistics of a saved policy; returns the mean."""
     config_schema.validate(config)
     saved = checkpointing.read_saved_run(str(config.checkpoint))

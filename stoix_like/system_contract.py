@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, NamedTuple, Protocol, Tuple, runtime_checkable
 
 import jax
+from omegaconf import DictConfig
 
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
@@ -54,7 +55,7 @@ class SystemSetup(NamedTuple):
 class LearnerSetup(Protocol):
     """Builds networks, optimisers, env states and the learner for one seed; runs no learning."""
 
-    def __call__(self, env: Environment, key: jax.Array, config: Any, budget: Budget, /) -> SystemSetup: ...
+    def __call__(self, env: Environment, key: jax.Array, config: DictConfig, budget: Budget, /) -> SystemSetup: ...
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
+from omegaconf import DictConfig
 
 from stoix_like import parallel
 from stoix_like.budget import Budget
@@ -34,7 +35,7 @@ class Checkpoints:
     `load_params_from=PATH` starts a new run from saved params only.
     """
 
-    def __init__(self, config: Any, run_dir: str, algorithm: str, budget: Budget, seeds: Sequence[int]):
+    def __init__(self, config: DictConfig, run_dir: str, algorithm: str, budget: Budget, seeds: Sequence[int]):
         settings = config.logger.checkpointing
         self.run = ThisRun(config, algorithm, budget, list(seeds))
         self.save_model = bool(settings.save_model)

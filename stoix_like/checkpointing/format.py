@@ -57,7 +57,7 @@ class Progress:
 # What identifies a run, and the metadata of a step.
 
 
-def describe_run(config: Any, algorithm: str) -> Dict[str, Any]:
+def describe_run(config: DictConfig, algorithm: str) -> Dict[str, Any]:
     """What must match for a checkpoint to continue: the algorithm, the env and the network."""
     return {
         "algorithm": algorithm,

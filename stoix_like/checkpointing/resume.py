@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import jax
 import numpy as np
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from stoix_like import parallel, systems
 from stoix_like.budget import Budget
@@ -44,7 +44,7 @@ def absolute(path: str) -> str:
 class ThisRun:
     """What a checkpoint is compared with: the run about to start."""
 
-    config: Any
+    config: DictConfig
     algorithm: str
     budget: Budget
     seeds: List[int]

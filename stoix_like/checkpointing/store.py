@@ -13,6 +13,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
+from omegaconf import DictConfig
 
 from stoix_like import parallel
 from stoix_like.budget import Budget
@@ -49,7 +50,7 @@ class Store:
             f"or choose another directory.")
 
     def save(self, learner_state: Any, progress: Progress, eval_params_now: Sequence[Any], eval_return: float,
-             run: Dict[str, Any], budget: Budget, seeds: List[int], config: Any) -> Optional[str]:
+             run: Dict[str, Any], budget: Budget, seeds: List[int], config: DictConfig) -> Optional[str]:
         """Save one step (every process calls this: the state gather is a collective); the path, on process 0.
 
         `run` is `format.describe_run` of this run; `config` its composed config.

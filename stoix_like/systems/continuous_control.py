@@ -15,6 +15,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
+from omegaconf import DictConfig
 
 from stoix_like import compilation_cache
 from stoix_like.budget import Budget
@@ -26,7 +27,7 @@ from stoix_like.replay import Transition
 from stoix_like.types import Observation
 
 
-def require_continuous_actions(env: Environment, config: Any, algorithm: str) -> ContinuousActionSpace:
+def require_continuous_actions(env: Environment, config: DictConfig, algorithm: str) -> ContinuousActionSpace:
     """The action space, or a one-line ConfigError before anything compiles."""
     if not isinstance(env.action_space, ContinuousActionSpace):
         raise ConfigError(
@@ -72,7 +73,7 @@ def init_actor_and_critics(actor: nn.Module, critics: CriticEnsemble, env: Envir
     return jitted(key, example_observation(env), jnp.zeros((1, action_space.action_dim), jnp.float32))
 
 
-def optimizer(learning_rate: float, config: Any, budget: Budget) -> optax.GradientTransformation:
+def optimizer(learning_rate: float, config: DictConfig, budget: Budget) -> optax.GradientTransformation:
     """Every network of these systems takes one optimiser step per gradient step (`gradient_steps_per_update` per
     update)."""
     system = config.system

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+from omegaconf import DictConfig
 
 from stoix_like import experiment
 from stoix_like.budget import Budget
@@ -29,7 +30,7 @@ def expected_value(logits: jax.Array, atoms: jax.Array) -> jax.Array:
 
 
 def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
-                         config: Any) -> LearnFromBatch:
+                         config: DictConfig) -> LearnFromBatch:
     # critic_apply is an ensemble of one critic: it returns (logits [1, B, N], atoms [1, N])
 
     def critic_loss(critic_params, target_critic_params, batch: Transition, next_action, weights):
@@ -47,10 +48,10 @@ def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_f
     return dpg.make_learn_from_batch(actor_apply, critic_loss, policy_value, update_fns, config.system)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     return dpg.learner_setup(env, key, config, budget, get_learn_from_batch=get_learn_from_batch, num_critics=1,
                              algorithm="D4PG")
 
 
-def run_experiment(config: Any) -> float:
+def run_experiment(config: DictConfig) -> float:
     return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

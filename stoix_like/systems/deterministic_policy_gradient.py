@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+from omegaconf import DictConfig
 
 from stoix_like import parallel, targets
 from stoix_like.budget import Budget
@@ -36,7 +37,7 @@ from stoix_like.types import ActorCriticOptStates, ActorCriticParams, ActorCriti
 GetLearnFromBatch = Callable[[Callable, Callable, ActorCriticUpdateFns, Any], off_policy.LearnFromBatch]
 
 
-def make_act(actor_apply: Callable, system: Any, warmup_steps: int):
+def make_act(actor_apply: Callable, system: DictConfig, warmup_steps: int):
     exploration_noise = float(system.exploration_noise)
 
     def act(params: ActorCriticParams, observation, key: jax.Array, global_env_steps: jax.Array):
@@ -51,7 +52,7 @@ def make_act(actor_apply: Callable, system: Any, warmup_steps: int):
 
 
 def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_value: Callable,
-                          update_fns: ActorCriticUpdateFns, system: Any) -> off_policy.LearnFromBatch:
+                          update_fns: ActorCriticUpdateFns, system: DictConfig) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: a critic step, then (every `policy_frequency` steps) an actor step on
     the updated critic; every `target_update_period` steps both targets move by `tau` (targets.update_target)."""
     tau, target_update_period = float(system.tau), int(system.target_update_period)
@@ -100,7 +101,7 @@ def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_v
     return learn_from_batch
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *,
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *,
                   get_learn_from_batch: GetLearnFromBatch, num_critics: int, algorithm: str) -> SystemSetup:
     system = config.system
     action_space = continuous_control.require_continuous_actions(env, config, algorithm)

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from omegaconf import DictConfig
 
 from stoix_like import experiment
 from stoix_like.budget import Budget
@@ -30,7 +31,7 @@ NEXT_ACTION_SELECTORS: Dict[str, Callable] = {
 }
 
 
-def _categorical_loss(system: Any, select_next_action: Callable) -> value_based.QLoss:
+def _categorical_loss(system: DictConfig, select_next_action: Callable) -> value_based.QLoss:
     def q_loss(online, target, batch: Transition):
         online_tm1, target_t = online(batch.observation), target(batch.next_observation)
         per_example = losses.categorical_q_learning_loss(
@@ -43,7 +44,7 @@ def _categorical_loss(system: Any, select_next_action: Callable) -> value_based.
     return q_loss
 
 
-def _quantile_loss(system: Any, select_next_action: Callable) -> value_based.QLoss:
+def _quantile_loss(system: DictConfig, select_next_action: Callable) -> value_based.QLoss:
     huber_delta = float(system.huber_delta)  # 0: plain quantile regression
 
     def q_loss(online, target, batch: Transition):
@@ -70,7 +71,7 @@ DISTRIBUTIONS: Dict[str, Distribution] = {
 }
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
     if system.distribution not in DISTRIBUTIONS:
         raise ConfigError(f"system.distribution={system.distribution!r} is unknown; "
@@ -84,5 +85,5 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
                                      example_networks=distribution.example_networks)
 
 
-def run_experiment(config: Any) -> float:
+def run_experiment(config: DictConfig) -> float:
     return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict
 
 import jax
 import jax.numpy as jnp
+from omegaconf import DictConfig
 
 from stoix_like import experiment
 from stoix_like.budget import Budget
@@ -57,7 +58,7 @@ TD_ERRORS: Dict[str, Callable] = {
 EXTRA_KEYS = {"munchausen": (("entropy_temperature", "munchausen_coefficient", "munchausen_clip_value_min"), "mdqn")}
 
 
-def scalar_q_loss(system: Any) -> value_based.QLoss:
+def scalar_q_loss(system: DictConfig) -> value_based.QLoss:
     """TD loss (squared, or Huber when `huber_delta` > 0) on the chosen target, plus w·Q(s, a) when
     `regularization_weight` > 0."""
     td_error_fn = TD_ERRORS[system.td_target]
@@ -78,7 +79,7 @@ def scalar_q_loss(system: Any) -> value_based.QLoss:
     return q_loss
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
     if system.td_target not in TD_ERRORS:
         raise ConfigError(f"system.td_target={system.td_target!r} is unknown; choose one of {sorted(TD_ERRORS)}.")
@@ -91,5 +92,5 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
                                      needs_head=value_based.SCALAR, example_networks="mlp_dqn or mlp_dqn_dueling")
 
 
-def run_experiment(config: Any) -> float:
+def run_experiment(config: DictConfig) -> float:
     return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

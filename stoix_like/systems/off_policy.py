@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, NamedTuple, Protocol, Tuple
 
 import jax
 import jax.numpy as jnp
+from omegaconf import DictConfig
 
 from stoix_like import normalization, parallel, replay
 from stoix_like.budget import Budget
@@ -47,7 +48,7 @@ class LearnFromBatch(Protocol):
 RolloutFn = Callable[[OffPolicyLearnerState, int], Tuple[OffPolicyLearnerState, Dict[str, jax.Array]]]
 
 
-def make_rollout(env: VmapWrapper, buffer: Any, act: ActFn, config: Any, budget: Budget) -> RolloutFn:
+def make_rollout(env: VmapWrapper, buffer: Any, act: ActFn, config: DictConfig, budget: Budget) -> RolloutFn:
     """`rollout(state, length)`: act `length` steps into the buffer, then move the observation statistics;
     returns the state and the steps' episode metrics."""
     system = config.system
@@ -82,7 +83,7 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: ActFn, config: Any, budget:
     return rollout
 
 
-def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: LearnFromBatch, config: Any,
+def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: LearnFromBatch, config: DictConfig,
                    budget: Budget, prioritized: bool = False) -> Learner:
     """The learner, per device (vmapped over the update batch)."""
     system = config.system
@@ -120,7 +121,7 @@ def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: 
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def get_warmup_fn(env: VmapWrapper, buffer: Any, act: ActFn, config: Any, budget: Budget) -> Callable:
+def get_warmup_fn(env: VmapWrapper, buffer: Any, act: ActFn, config: DictConfig, budget: Budget) -> Callable:
     """`warmup(state) -> (state, ())`, per device: one rollout of `warmup_rollout_length` steps, no learning."""
     rollout = make_rollout(env, buffer, act, config, budget)
 
@@ -131,7 +132,7 @@ def get_warmup_fn(env: VmapWrapper, buffer: Any, act: ActFn, config: Any, budget
     return parallel.scan_updates(warmup_step, 1)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, params: Any, opt_states: Any,
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Any, opt_states: Any,
                   act: ActFn, learn_from_batch: LearnFromBatch, eval_policy: EvalPolicy,
                   eval_params: Callable[[OffPolicyLearnerState], Any], prioritized: bool = False
                   ) -> SystemSetup:
@@ -176,7 +177,7 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget,
                        eval_params=eval_params)
 
 
-def replay_ratio_line(system: Any, budget: Budget) -> str:
+def replay_ratio_line(system: DictConfig, budget: Budget) -> str:
     """How hard the replay is worked: gradient steps and sampled transitions per env step.
 
     Every (device, batch) slot samples its share of `total_batch_size`; their gradients are averaged into one step.

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Protocol, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
+from omegaconf import DictConfig
 
 from stoix_like import normalization, parallel
 from stoix_like.budget import Budget
@@ -115,7 +116,7 @@ def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: Any, batch: A
 
 
 def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT, batch: Any,
-                       observations: Observation, system: Any) -> Tuple[LearnerStateT, Dict[str, jax.Array]]:
+                       observations: Observation, system: DictConfig) -> Tuple[LearnerStateT, Dict[str, jax.Array]]:
     """`system.epochs` × `system.num_minibatches` updates of (params, opt_states) on `batch`, then the observation
     statistics take in the rollout's `observations`.
 
@@ -134,19 +135,19 @@ def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT
     return state, jax.tree_util.tree_map(jnp.mean, metrics)
 
 
-def check_minibatches(system: Any, budget: Budget) -> None:
+def check_minibatches(system: DictConfig, budget: Budget) -> None:
     """A rollout must split into `system.num_minibatches` equal minibatches (else a ConfigError naming valid values)."""
     check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
                   "system.num_minibatches", int(system.num_minibatches))
 
 
-def optimizer_steps(system: Any, budget: Budget) -> int:
+def optimizer_steps(system: DictConfig, budget: Budget) -> int:
     """Optimiser steps over the whole run, which learning-rate schedules decay over."""
     return budget.num_updates * int(system.epochs) * int(system.num_minibatches)
 
 
 def initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, env_key: jax.Array,
-                          step_key: jax.Array, system: Any, budget: Budget, **learnt: Any) -> LearnerStateT:
+                          step_key: jax.Array, system: DictConfig, budget: Budget, **learnt: Any) -> LearnerStateT:
     """The state every (device, batch) slot starts from: the same `learnt` fields (params, optimiser states,
     counters) and fresh observation statistics in every slot, with its own envs and key."""
     return _initial_learner_state(state_type, env, bool(system.normalize_observations), budget.update_batch_size,

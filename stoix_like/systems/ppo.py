@@ -10,6 +10,7 @@ from typing import Any, Tuple
 
 import jax
 import jax.numpy as jnp
+from omegaconf import DictConfig
 
 from stoix_like import experiment, normalization, parallel
 from stoix_like.compilation_cache import jitted_init
@@ -34,7 +35,7 @@ from stoix_like.types import (
 
 
 def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
-                   config: Any, budget: Budget) -> Learner:
+                   config: DictConfig, budget: Budget) -> Learner:
     system = config.system
     actor_apply, critic_apply = apply_fns
     actor_update, critic_update = update_fns
@@ -105,7 +106,7 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
     on_policy.check_minibatches(system, budget)
     actor = build_actor(config.network, env.action_space)
@@ -137,5 +138,5 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
     )
 
 
-def run_experiment(config: Any) -> float:
+def run_experiment(config: DictConfig) -> float:
     return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

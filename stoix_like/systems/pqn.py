@@ -12,6 +12,7 @@ from typing import Any, Callable, Tuple
 import jax
 import jax.numpy as jnp
 import optax
+from omegaconf import DictConfig
 
 from stoix_like import experiment, normalization, parallel
 from stoix_like.compilation_cache import jitted_init
@@ -31,7 +32,7 @@ from stoix_like.systems.value_based import greedy_policy
 from stoix_like.types import Observation, PQNLearnerState, RolloutStep
 
 
-def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, config: Any, budget: Budget) -> Learner:
+def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, config: DictConfig, budget: Budget) -> Learner:
     system = config.system
     # measured in updates: with no warm-up, a fraction of the updates is the same fraction of the env-step budget
     epsilon_at = epsilon_schedule(system.epsilon_start, system.epsilon_end, system.epsilon_decay_fraction,
@@ -84,7 +85,7 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
     on_policy.check_minibatches(system, budget)
     q_network = build_q_network(config.network, env.action_space)
@@ -106,5 +107,5 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
     )
 
 
-def run_experiment(config: Any) -> float:
+def run_experiment(config: DictConfig) -> float:
     return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

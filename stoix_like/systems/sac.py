@@ -11,6 +11,7 @@ from typing import Any, Callable, Tuple
 
 import jax
 import jax.numpy as jnp
+from omegaconf import DictConfig
 
 from stoix_like import experiment, parallel, targets
 from stoix_like.budget import Budget
@@ -41,7 +42,7 @@ def make_act(actor_apply: Callable):
     return act
 
 
-def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: SACUpdateFns, config: Any,
+def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: SACUpdateFns, config: DictConfig,
                          target_entropy: float) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: critic step, actor step on the updated critic, temperature step."""
     system = config.system
@@ -85,7 +86,7 @@ def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_f
     return learn_from_batch
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
     action_space = continuous_control.require_continuous_actions(env, config, "SAC")
     actor = build_actor(config.network, action_space)
@@ -114,5 +115,5 @@ def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget)
     )
 
 
-def run_experiment(config: Any) -> float:
+def run_experiment(config: DictConfig) -> float:
     return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

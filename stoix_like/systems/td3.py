@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
+from omegaconf import DictConfig
 
 from stoix_like import experiment
 from stoix_like.budget import Budget
@@ -30,7 +31,7 @@ def critic_target(critic_apply: Callable, target_critic_params, batch: Transitio
 
 
 def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
-                         config: Any) -> LearnFromBatch:
+                         config: DictConfig) -> LearnFromBatch:
     def critic_loss(critic_params, target_critic_params, batch: Transition, next_action, weights):
         target = critic_target(critic_apply, target_critic_params, batch, next_action)
         return continuous_control.critic_regression_loss(critic_params, critic_apply, batch, target, weights)
@@ -41,11 +42,11 @@ def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_f
     return dpg.make_learn_from_batch(actor_apply, critic_loss, policy_value, update_fns, config.system)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget) -> SystemSetup:
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     return dpg.learner_setup(env, key, config, budget, get_learn_from_batch=get_learn_from_batch,
                              num_critics=int(config.system.num_critics),
                              algorithm=str(config.system.system_name).upper())
 
 
-def run_experiment(config: Any) -> float:
+def run_experiment(config: DictConfig) -> float:
     return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))

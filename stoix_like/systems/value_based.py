@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Tuple
 import jax
 import jax.numpy as jnp
 import optax
+from omegaconf import DictConfig
 
 from stoix_like import normalization, parallel, targets
 from stoix_like.compilation_cache import jitted_init
@@ -65,7 +66,7 @@ def make_apply(q_network: Any) -> Callable:
     return apply
 
 
-def make_act(apply: Callable, system: Any, total_timesteps: int):
+def make_act(apply: Callable, system: DictConfig, total_timesteps: int):
     """ε-greedy on the expected Q-values over legal actions; noise (if any) sampled afresh every step."""
     epsilon_at = epsilon_schedule(system.epsilon_start, system.epsilon_end, system.epsilon_decay_fraction,
                                   total_timesteps)
@@ -92,7 +93,7 @@ def greedy_policy(apply: Callable):
     return policy
 
 
-def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, system: Any
+def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, system: DictConfig
                           ) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: one importance-weighted gradient step, then the target update."""
 
@@ -117,7 +118,7 @@ def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, sy
     return learn_from_batch
 
 
-def learner_setup(env: Environment, key: jax.Array, config: Any, budget: Budget, *, q_loss: QLoss,
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, q_loss: QLoss,
                   needs_head: str, example_networks: str) -> SystemSetup:
     """A value-based system's setup. `needs_head` is the head kind `q_loss` reads (see HEAD_KINDS);
     a network whose head outputs anything else is refused, naming `example_networks` that fit."""
