@@ -213,17 +213,22 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
     def main() -> float:
         if "--describe" in sys.argv[1:]:
             _describe_and_exit(config_name, [arg for arg in sys.argv[1:] if arg != "--describe"])
-        try:
-            problem = check_overrides(config_name, sys.argv[1:])
-        except Exception:  # the pre-check only sharpens messages; Hydra still validates everything itself
-            problem = None
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            sys.exit(2)
+        _refuse_bad_overrides(config_name, sys.argv[1:])
         sys.argv = [sys.argv[0], *whole_numbers_as_ints(sys.argv[1:])]
         return hydra_main()
 
     return main
+
+
+def _refuse_bad_overrides(config_name: str, overrides: list[str]) -> None:
+    """Exit 2 with one line if `check_overrides` finds a problem in the command line."""
+    try:
+        problem = check_overrides(config_name, overrides)
+    except Exception:  # the pre-check only sharpens messages; Hydra still validates everything itself
+        problem = None
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        sys.exit(2)
 
 
 def _describe_and_exit(config_name: str, overrides: list[str]) -> None:
@@ -231,10 +236,7 @@ def _describe_and_exit(config_name: str, overrides: list[str]) -> None:
     (exit 2 with one line if the overrides themselves are wrong)."""
     from stoix_like.describe import describe
 
-    problem = check_overrides(config_name, overrides)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        sys.exit(2)
+    _refuse_bad_overrides(config_name, overrides)
     print(describe(config_name, overrides))
     sys.exit(0)
 
