@@ -2,11 +2,12 @@
 
     python benchmarks/learning_table.py                       # all algorithms, seeds 0..7, prints the table
     python benchmarks/learning_table.py --update-readme       # ... and rewrites README.md's learning table
-    python benchmarks/learning_table.py --algorithms sac --update-readme   # rewrites one row, keeps the rest
+    python benchmarks/learning_table.py --algorithms sac --update-readme   # rewrites sac's rows, keeps the rest
+    python benchmarks/learning_table.py --algorithms mpo@gymnax/pendulum   # one task of an algorithm
     python benchmarks/learning_table.py --algorithms ppo dqn --first-seed 1000   # a shifted population
     python benchmarks/learning_table.py --algorithms ppo -o system.actor_lr=1e-3  # try an override
 
-One row per algorithm: its reference task, env steps per seed, the IQM of the seeds' absolute returns with
+One row per algorithm and task (an algorithm with targets on several tasks has a row for each): the task, env steps per seed, the IQM of the seeds' absolute returns with
 a 95% bootstrap interval, the seeds that solved the task, whether the population meets its target
 (stoix_like/learning_targets.py) and the wall time of the run (compilation included). Each row is the same
 claim the learning tests make. Wall times depend on the machine and its load.
@@ -19,14 +20,14 @@ import os
 import re
 import sys
 import tempfile
-from typing import Dict, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 
 from stoix_like.entry import CONFIG_DIR
 from stoix_like.learning_population import PopulationRun, train_population
-from stoix_like.learning_targets import TARGETS
+from stoix_like.learning_targets import TARGETS, LearningTarget, all_targets, target_of
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(REPO_ROOT, "README.md")
@@ -54,9 +55,12 @@ def table_row(run: PopulationRun) -> str:
             f"| {'met' if not run.problems else 'MISSED'}: {bar} | {run.wall_seconds:.0f} s |")
 
 
-def markdown_table(rows: Dict[str, str], footer: str) -> str:
-    """The rows in the targets table's order (one per algorithm), then the footer."""
-    ordered = [rows[algorithm] for algorithm in TARGETS if algorithm in rows]
+RowKey = Tuple[str, str]  # (algorithm, env option)
+
+
+def markdown_table(rows: Dict[RowKey, str], footer: str) -> str:
+    """The rows in the targets table's order (one per algorithm and task), then the footer."""
+    ordered = [rows[(algorithm, target.env)] for algorithm, target in all_targets() if (algorithm, target.env) in rows]
     return "\n".join([*HEADER, *ordered, "", footer])
 
 
@@ -66,8 +70,8 @@ README_FOOTER = (f"Seeds 0..7 of each default, in one program per algorithm, on 
                  "`--algorithms NAME --update-readme`.")
 
 
-def readme_rows() -> Dict[str, str]:
-    """The rows README.md's learning table holds now, by algorithm (a partial update keeps the others)."""
+def readme_rows() -> Dict[RowKey, str]:
+    """The rows README.md's learning table holds now, by algorithm and task (a partial update keeps the others)."""
     with open(README) as file:
         block = _TABLE.search(file.read())
     if block is None:
@@ -76,7 +80,7 @@ def readme_rows() -> Dict[str, str]:
     for line in block.group(0).splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if line.startswith("|") and cells[0] in TARGETS:
-            rows[cells[0]] = line
+            rows[(cells[0], cells[1])] = line
     return rows
 
 
@@ -90,9 +94,24 @@ def update_readme(table: str) -> None:
         file.write(_TABLE.sub(lambda _: f"{TABLE_START}\n{table}\n{TABLE_END}", text))
 
 
+def selected_targets(names: Sequence[str]) -> List[Tuple[str, LearningTarget]]:
+    """`NAME` selects every task of an algorithm, `NAME@suite/task` one of them."""
+    selected = []
+    for name in names:
+        algorithm, _, env = name.partition("@")
+        if algorithm not in TARGETS:
+            raise SystemExit(f"no learning target for {algorithm!r}; choose from {', '.join(TARGETS)}")
+        try:
+            selected += [(algorithm, target_of(algorithm, env))] if env else [(algorithm, t) for t in TARGETS[algorithm]]
+        except KeyError as error:
+            raise SystemExit(error.args[0]) from None
+    return selected
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--algorithms", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+    parser.add_argument("--algorithms", nargs="+", default=list(TARGETS), metavar="NAME[@SUITE/TASK]",
+                        help="algorithms (every task of each), or one task of one: mpo@gymnax/pendulum")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--num-seeds", type=int, default=8)
     parser.add_argument("-o", "--override", action="append", default=[],
@@ -107,21 +126,21 @@ def main() -> int:
 
     runs = []
     with tempfile.TemporaryDirectory() as log_dir:
-        for algorithm in args.algorithms:
+        for algorithm, target in selected_targets(args.algorithms):
             run = train_population(algorithm, compose_quietly(log_dir), args.first_seed, args.num_seeds,
-                                   args.override)
+                                   args.override, env=target.env)
             print("ROW " + run.describe(), flush=True)
             runs.append(run)
     command = "python benchmarks/learning_table.py" + (
         f" --first-seed {args.first_seed}" if args.first_seed else "") + (
         f" --num-seeds {args.num_seeds}" if args.num_seeds != 8 else "") + (
         f" --algorithms {' '.join(args.algorithms)}" if args.algorithms != list(TARGETS) else "")
-    rows = {run.algorithm: table_row(run) for run in runs}
+    rows = {(run.algorithm, run.target.env): table_row(run) for run in runs}
     seeds = runs[0].summary.seeds
     print(markdown_table(rows, f"Seeds {seeds[0]}..{seeds[-1]}, one program per algorithm: `{command}`."))
     if args.update_readme:
         update_readme(markdown_table({**readme_rows(), **rows}, README_FOOTER))
-        print("README.md: learning table rows rewritten: " + ", ".join(rows))
+        print("README.md: learning table rows rewritten: " + ", ".join(f"{a} on {e}" for a, e in rows))
     return 0 if all(not run.problems for run in runs) else 1
 
 

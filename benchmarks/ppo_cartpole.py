@@ -75,7 +75,7 @@ def ours(seed: int, eval_episodes: int) -> Dict[str, float]:
 
     from stoix_like import experiment
     from stoix_like.entry import CONFIG_DIR
-    from stoix_like.systems import ppo
+    from stoix_like.systems.on_policy import ppo
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose(config_name="ppo", overrides=OURS_OVERRIDES + [f"arch.seed={seed}"])

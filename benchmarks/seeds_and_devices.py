@@ -38,7 +38,7 @@ def worker(overrides: list, seeds: list) -> dict:
 
     from stoix_like import experiment
     from stoix_like.entry import CONFIG_DIR
-    from stoix_like.systems import ppo
+    from stoix_like.systems.on_policy import ppo
 
     totals = {"compile_seconds": 0.0, "learn_seconds": 0.0, "learned_steps": 0, "wall_seconds": 0.0}
     for index, num_seeds in enumerate(seeds):
@@ -67,7 +67,7 @@ def setup_worker(overrides: list, num_seeds: int) -> dict:
     from stoix_like import compilation_cache, experiment, parallel
     from stoix_like import envs as envs_lib
     from stoix_like.entry import CONFIG_DIR
-    from stoix_like.systems import ppo
+    from stoix_like.systems.on_policy import ppo
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose(config_name="ppo", overrides=overrides + [f"arch.num_seeds={num_seeds}"])

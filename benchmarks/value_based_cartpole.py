@@ -134,9 +134,9 @@ def main() -> None:
     print(f"CartPole-v1, {NUM_ENVS} envs | jax {jax.__version__} on {jax.devices()[0].platform} "
           f"({jax.device_count()} device)")
 
-    from stoix_like.systems import dqn
+    from stoix_like.systems.q_learning import dqn
     try:
-        from stoix_like.systems import pqn
+        from stoix_like.systems.on_policy import pqn
     except ImportError:  # PQN lands separately; the DQN half runs without it
         pqn = None
 
@@ -145,7 +145,7 @@ def main() -> None:
         contenders["DQN"] = ("dqn", dqn.learner_setup, DQN_OVERRIDES, "DQN", rejax_dqn_config)
     if args.only in (None, "pqn"):
         if pqn is None:
-            print("PQN: stoix_like.systems.pqn is not there yet; benchmarking DQN only")
+            print("PQN: stoix_like.systems.on_policy.pqn is not there yet; benchmarking DQN only")
         else:
             contenders["PQN"] = ("pqn", pqn.learner_setup, PQN_OVERRIDES, "PQN", rejax_pqn_config)
 

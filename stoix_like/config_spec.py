@@ -117,9 +117,9 @@ def choice(choices: Tuple[str, ...], meaning: str) -> Spec:
 
 # Choices of enumerated keys. Kept here as data (importing the modules that define them would import jax);
 # tests/test_config_validation.py checks each against the code that reads it.
-TD_TARGETS = ("q_learning", "double_q_learning", "munchausen")  # systems/dqn.py TD_ERRORS
-DISTRIBUTIONAL_TD_TARGETS = ("q_learning", "double_q_learning")  # systems/distributional_dqn.py
-DISTRIBUTIONS = ("categorical", "quantile")  # systems/distributional_dqn.py DISTRIBUTIONS
+TD_TARGETS = ("q_learning", "double_q_learning", "munchausen")  # systems/q_learning/dqn.py TD_ERRORS
+DISTRIBUTIONAL_TD_TARGETS = ("q_learning", "double_q_learning")  # systems/q_learning/distributional_dqn.py
+DISTRIBUTIONS = ("categorical", "quantile")  # systems/q_learning/distributional_dqn.py DISTRIBUTIONS
 ACTIVATIONS = ("elu", "gelu", "relu", "silu", "tanh")  # networks/torsos.py
 ENV_SUITES = ("gymnax", "brax", "jumanji")  # envs/factory.py AVAILABLE_SUITES
 BRAX_BACKENDS = ("spring", "generalized", "positional", "mjx")

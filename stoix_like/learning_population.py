@@ -6,12 +6,12 @@ Shared by the learning tests and `benchmarks/learning_table.py`, so that both ma
 from __future__ import annotations
 
 import time
-from typing import Callable, List, NamedTuple, Sequence
+from typing import Callable, List, NamedTuple, Optional, Sequence
 
 from omegaconf import DictConfig
 
 from stoix_like import experiment
-from stoix_like.learning_targets import TARGETS, LearningTarget, shortfalls
+from stoix_like.learning_targets import LearningTarget, shortfalls, target_of
 from stoix_like.population import PopulationSummary, summarize
 from stoix_like.systems import system_module
 
@@ -31,12 +31,13 @@ class PopulationRun(NamedTuple):
 
 
 def train_population(algorithm: str, compose: Callable[[str, Sequence[str]], DictConfig], first_seed: int,
-                     num_seeds: int = 8, overrides: Sequence[str] = ()) -> PopulationRun:
-    """Seeds first_seed .. first_seed + num_seeds - 1 of `config/<algorithm>.yaml` (plus overrides), one program.
+                     num_seeds: int = 8, overrides: Sequence[str] = (), env: Optional[str] = None) -> PopulationRun:
+    """Seeds first_seed .. first_seed + num_seeds - 1 of `config/<algorithm>.yaml` on `env` (its reference task
+    when None; the task's tuned defaults come with `env=`), plus overrides, in one program.
 
     `compose(config_name, overrides)` builds the config (the tests' fixture, or Hydra's compose API).
     """
-    target = TARGETS[algorithm]
+    target = target_of(algorithm, env)
     config = compose(algorithm, [f"env={target.env}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
                                  *overrides])
     start = time.perf_counter()

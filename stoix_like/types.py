@@ -113,7 +113,7 @@ class PPOTransition(NamedTuple):
 
 
 class RolloutStep(NamedTuple):
-    """One time-major step of an on-policy rollout (stoix_like.systems.on_policy.collect_rollout)."""
+    """One time-major step of an on-policy rollout (stoix_like.systems.on_policy.rollout.collect_rollout)."""
 
     observation: Observation  # what the action was chosen from, un-normalised
     action: Array

@@ -87,14 +87,15 @@ def python_subprocess(compilation_cache_dir):
 
 
 def assert_population_learns(compose, algorithm: str, first_seed: int = 0, num_seeds: int = 8,
-                             overrides: Sequence[str] = ()) -> None:
+                             overrides: Sequence[str] = (), env: Optional[str] = None) -> None:
     """The learning-test pattern: `num_seeds` seeds of the shipped defaults in one program must meet the
-    algorithm's target in stoix_like/learning_targets.py (an IQM bar and at most N seeds below a floor).
+    algorithm's target on `env` (its reference task when None) in stoix_like/learning_targets.py (an IQM bar and
+    at most N seeds below a floor).
 
     Never a threshold on one seed: another CPU's float rounding makes a seed another seed.
     """
     from stoix_like.learning_population import train_population
 
-    run = train_population(algorithm, compose, first_seed, num_seeds, overrides)
+    run = train_population(algorithm, compose, first_seed, num_seeds, overrides, env)
     print(run.describe())
     assert not run.problems, run.describe()

@@ -15,7 +15,7 @@ from stoix_like import envs as envs_lib
 from stoix_like import experiment
 from stoix_like.budget import make_budget, split_envs
 from stoix_like.errors import ConfigError
-from stoix_like.systems import ppo
+from stoix_like.systems.on_policy import ppo
 
 
 def budget_kwargs(**overrides):

@@ -29,7 +29,7 @@ from conftest import REPO_ROOT, run_python
 from stoix_like import budget as budget_lib
 from stoix_like import checkpointing, systems
 from stoix_like.errors import ConfigError
-from stoix_like.systems import ppo as ppo_system
+from stoix_like.systems.on_policy import ppo as ppo_system
 from stoix_like.types import ActorCriticParams
 
 SMALL_NETWORK = ["network.actor_network.pre_torso.layer_sizes=[16]",

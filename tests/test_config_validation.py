@@ -86,7 +86,7 @@ def test_enumerations_are_the_code_s_own_choices():
     from stoix_like import logging as logging_lib
     from stoix_like.envs import factory
     from stoix_like.networks import torsos
-    from stoix_like.systems import distributional_dqn, dqn
+    from stoix_like.systems.q_learning import distributional_dqn, dqn
 
     assert set(config_schema.TD_TARGETS) == set(dqn.TD_ERRORS)
     assert set(config_schema.DISTRIBUTIONAL_TD_TARGETS) == set(distributional_dqn.NEXT_ACTION_SELECTORS)
@@ -272,7 +272,7 @@ def test_rainbow_s_equal_epsilons_are_fine(compose):
 
 def test_training_validates_before_the_budget_and_the_envs(compose, monkeypatch):
     from stoix_like import experiment
-    from stoix_like.systems import ppo
+    from stoix_like.systems.on_policy import ppo
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("reached long work with an invalid config")

@@ -22,7 +22,10 @@ from stoix_like.envs.environment import ContinuousActionSpace
 from stoix_like.errors import ConfigError
 from stoix_like.networks.factory import build_actor
 from stoix_like.ops import losses
-from stoix_like.systems import deterministic_policy_gradient, off_policy, sac, td3
+from stoix_like.systems import off_policy
+from stoix_like.systems.actor_critic import deterministic_policy_gradient
+from stoix_like.systems.actor_critic import sac
+from stoix_like.systems.actor_critic import td3
 from stoix_like.types import ActorCriticParams, Observation, OnlineAndTarget, SACParams
 
 ALGORITHMS = ["sac", "td3", "ddpg", "d4pg"]
@@ -188,7 +191,7 @@ def test_categorical_td_learning_loss_by_hand():
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_discrete_actions_are_a_config_error(algorithm, compose):
     config = compose(algorithm, ["env=gymnax/cartpole"])
-    system = importlib.import_module(f"stoix_like.systems.{algorithm}")
+    system = importlib.import_module(f"stoix_like.systems.actor_critic.{algorithm}")
     with pytest.raises(ConfigError, match="CartPole-v1 has discrete actions; .* needs continuous ones"):
         system.run_experiment(config)
 

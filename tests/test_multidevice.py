@@ -29,7 +29,7 @@ sys.path.insert(0, sys.argv[3])  # tests/, for compose_config
 from conftest import compose_config
 from stoix_like import envs as envs_lib
 from stoix_like import experiment, normalization, parallel
-from stoix_like.systems import ppo
+from stoix_like.systems.on_policy import ppo
 
 assert jax.device_count() == 2, jax.devices()
 results = {}

@@ -38,7 +38,7 @@ sys.path.insert(0, TESTS)
 import jax, numpy as np
 from conftest import compose_config
 from stoix_like import experiment
-from stoix_like.systems import ppo
+from stoix_like.systems.on_policy import ppo
 
 def flat(tree):  # leaf path -> leaf, the path spelt the same for a live state and an orbax restore
     def name(key):

@@ -48,14 +48,21 @@ def test_a_target_needs_the_iqm_and_allows_only_so_many_seeds_below_its_floor():
 def test_every_algorithm_has_a_target_on_a_config_that_exists():
     import os
 
+    from omegaconf import OmegaConf
+
     from stoix_like.entry import CONFIG_DIR
     from stoix_like.systems import MODULE_OF
 
     assert set(TARGETS) == set(MODULE_OF)
-    for algorithm, target in TARGETS.items():
+    for algorithm, targets in TARGETS.items():
         assert os.path.exists(os.path.join(CONFIG_DIR, f"{algorithm}.yaml"))
-        assert os.path.exists(os.path.join(CONFIG_DIR, "env", f"{target.env}.yaml"))
-        assert target.seed_floor <= target.iqm_at_least
+        assert len({target.env for target in targets}) == len(targets), f"{algorithm}: one target per task"
+        # the first target is the reference task: the env config/<algo>.yaml trains on by default
+        defaults = OmegaConf.load(os.path.join(CONFIG_DIR, f"{algorithm}.yaml")).defaults
+        assert {"env": targets[0].env} in defaults, f"{algorithm}'s first target is not its default env"
+        for target in targets:
+            assert os.path.exists(os.path.join(CONFIG_DIR, "env", f"{target.env}.yaml"))
+            assert target.seed_floor <= target.iqm_at_least
 
 
 def test_learning_table_rewrites_only_the_rows_it_measured(tmp_path, monkeypatch):
@@ -64,13 +71,14 @@ def test_learning_table_rewrites_only_the_rows_it_measured(tmp_path, monkeypatch
     monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
     learning_table = __import__("learning_table")
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{learning_table.TABLE_START}\n| algorithm | x |\n|---|---|\n| sac | old sac |\n"
-                      f"| ppo | old ppo |\n\nold footer\n{learning_table.TABLE_END}\noutro\n")
+    readme.write_text(f"intro\n{learning_table.TABLE_START}\n| algorithm | task |\n|---|---|\n| sac | gymnax/pendulum |"
+                      f" old sac |\n| ppo | gymnax/cartpole | old ppo |\n\nold footer\n{learning_table.TABLE_END}\noutro\n")
     monkeypatch.setattr(learning_table, "README", str(readme))
-    rows = {**learning_table.readme_rows(), "sac": "| sac | new sac |", "dqn": "| dqn | new dqn |"}
+    rows = {**learning_table.readme_rows(), ("sac", "gymnax/pendulum"): "| sac | new sac |",
+            ("dqn", "gymnax/cartpole"): "| dqn | new dqn |"}
     learning_table.update_readme(learning_table.markdown_table(rows, "new footer"))
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("outro\n")
     # targets-table order (ppo, dqn, ..., sac), old ppo kept, sac replaced, dqn added, footer replaced
-    assert text.index("| ppo | old ppo |") < text.index("| dqn | new dqn |") < text.index("| sac | new sac |")
+    assert text.index("| ppo | gymnax/cartpole | old ppo |") < text.index("| dqn | new dqn |") < text.index("| sac | new sac |")
     assert "old sac" not in text and "old footer" not in text and "new footer" in text

@@ -11,7 +11,7 @@ from conftest import assert_population_learns
 
 from stoix_like import experiment, normalization, parallel
 from stoix_like.envs import Wrapper
-from stoix_like.systems import ppo
+from stoix_like.systems.on_policy import ppo
 
 
 def test_ppo_learns_cartpole(compose):

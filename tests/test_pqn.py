@@ -11,7 +11,7 @@ from conftest import assert_population_learns
 
 from stoix_like import experiment
 from stoix_like.envs import Wrapper
-from stoix_like.systems import pqn
+from stoix_like.systems.on_policy import pqn
 
 # 2 evaluations × 1 update × 8 steps × 4 envs = 64 steps; 2 minibatches of 16 transitions
 TINY = ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatches=2", "arch.num_evaluation=2",

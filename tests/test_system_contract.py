@@ -10,7 +10,8 @@ import typing
 import pytest
 
 from stoix_like import system_contract
-from stoix_like.systems import MODULE_OF, off_policy, on_policy, system_module
+from stoix_like.systems import MODULE_OF, off_policy, system_module
+from stoix_like.systems.on_policy import rollout
 from stoix_like.types import OnPolicyLearnerState, PQNLearnerState
 
 SYSTEM_MODULES = sorted(set(MODULE_OF.values()))
@@ -23,8 +24,9 @@ def test_every_registered_system_supplies_the_system_protocol(algorithm):
     assert isinstance(system_module(algorithm), system_contract.System)
 
 
-@pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy", "value_based",
-                                                          "deterministic_policy_gradient", "continuous_control"])
+@pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy.rollout", "q_learning.value_based",
+                                                          "actor_critic.deterministic_policy_gradient",
+                                                          "actor_critic.continuous_control"])
 def test_get_learner_fn_means_one_thing_everywhere(module_name):
     module = __import__(f"stoix_like.systems.{module_name}", fromlist=["_"])
     get_learner_fn = getattr(module, "get_learner_fn", None)
@@ -36,14 +38,14 @@ def test_get_learner_fn_means_one_thing_everywhere(module_name):
 
 def test_off_policy_warm_up_and_batch_steps_have_their_own_names():
     assert typing.get_type_hints(off_policy.get_warmup_fn)["return"] is not system_contract.Learner
-    for module_name in ("td3", "d4pg", "sac"):
+    for module_name in ("actor_critic.td3", "actor_critic.d4pg", "actor_critic.sac"):
         module = __import__(f"stoix_like.systems.{module_name}", fromlist=["_"])
         assert typing.get_type_hints(module.get_learn_from_batch)["return"] is off_policy.LearnFromBatch
 
 
 @pytest.mark.parametrize("state_type", [OnPolicyLearnerState, PQNLearnerState])
 def test_on_policy_learner_states_have_every_field_the_shared_helpers_read(state_type):
-    members = {name for name, _ in inspect.getmembers(on_policy.OnPolicyState) if not name.startswith("__")}
-    properties = {name for name in members if isinstance(getattr(on_policy.OnPolicyState, name), property)}
+    members = {name for name, _ in inspect.getmembers(rollout.OnPolicyState) if not name.startswith("__")}
+    properties = {name for name in members if isinstance(getattr(rollout.OnPolicyState, name), property)}
     assert properties == {"params", "opt_states", "obs_norm", "key", "env_state", "timestep"}
     assert properties <= set(state_type._fields)

@@ -1,5 +1,5 @@
-"""The value-based family: DQN, Double DQN, M-DQN, DQN-Reg (systems/dqn.py), C51, QR-DQN and Rainbow
-(systems/distributional_dqn.py), all on systems/value_based.py and the off-policy skeleton.
+"""The value-based family: DQN, Double DQN, M-DQN, DQN-Reg (systems/q_learning/dqn.py), C51, QR-DQN and Rainbow
+(systems/q_learning/distributional_dqn.py), all on q_learning/value_based.py and the off-policy skeleton.
 
 Heads and noisy layers, how the variants compose, action masks, configurations refused before anything
 compiles, gradients averaged over two devices, and (`pytest -k learns`) every algorithm learning CartPole.
@@ -23,7 +23,9 @@ from stoix_like.networks import heads
 from stoix_like.networks.noisy import NoisyDense
 from stoix_like.ops import losses
 from stoix_like.replay import Transition
-from stoix_like.systems import distributional_dqn, dqn, value_based
+from stoix_like.systems.q_learning import distributional_dqn
+from stoix_like.systems.q_learning import dqn
+from stoix_like.systems.q_learning import value_based
 from stoix_like.types import Observation, OnlineAndTarget
 
 # ------------------------------------------------------------------------------------------ heads, noisy layers
@@ -269,7 +271,8 @@ sys.path.insert(0, sys.argv[2])
 from conftest import compose_config
 from stoix_like import envs as envs_lib
 from stoix_like import experiment, parallel
-from stoix_like.systems import distributional_dqn, dqn
+from stoix_like.systems.q_learning import distributional_dqn
+from stoix_like.systems.q_learning import dqn
 
 assert jax.device_count() == 2, jax.devices()
 results = {}

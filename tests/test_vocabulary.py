@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pathlib
+import shutil
 import re
 
 import pytest
+from omegaconf import OmegaConf
 from conftest import compose_config
 
 from stoix_like import config_schema, schemas
@@ -164,3 +167,41 @@ def test_arch_env_and_logger_have_exactly_the_keys_of_their_schemas(configs, tmp
     evaluate = OmegaConf.to_container(compose_config("evaluate", ["checkpoint=x"]), resolve=False)
     assert set(shipped_keys({key: value for key, value in evaluate.items() if key != "hydra"})) == set(
         keys(schemas.EvaluateSchema))
+
+
+# ------------------------------------------------------------------------------------------ tuned defaults
+
+def _tuned_files():
+    root = pathlib.Path(CONFIG_DIR) / "tuned"
+    return sorted(root.rglob("*.yaml")) if root.exists() else []
+
+
+@pytest.mark.parametrize("path", _tuned_files(), ids=lambda p: str(p.relative_to(pathlib.Path(CONFIG_DIR) / "tuned")))
+def test_every_tuned_file_is_composed_on_its_task(path):
+    """config/tuned/<algo>/<suite>/<task>.yaml names a real algorithm and env, and `env=<suite>/<task>` composes
+    exactly its values over the algorithm's defaults."""
+    algorithm, *env_parts = path.relative_to(pathlib.Path(CONFIG_DIR) / "tuned").with_suffix("").parts
+    env = "/".join(env_parts)
+    assert (pathlib.Path(CONFIG_DIR) / f"{algorithm}.yaml").exists(), f"no config/{algorithm}.yaml"
+    assert (pathlib.Path(CONFIG_DIR) / "env" / f"{env}.yaml").exists(), f"no config/env/{env}.yaml"
+    composed = compose_config(algorithm, [f"env={env}"])
+    for key, value in config_schema.leaves(OmegaConf.load(path)):
+        assert OmegaConf.select(composed, key) == value, f"{key} is not {value} on {env}"
+
+
+def test_tuned_defaults_follow_the_env_and_yield_to_the_command_line(tmp_path):
+    """The mechanism itself, on a copy of config/ with one tuned file: chosen env -> overlay; other env -> none."""
+    from hydra import compose, initialize_config_dir
+
+    config_dir = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config_dir)
+    tuned = config_dir / "tuned" / "ppo" / "gymnax" / "pendulum.yaml"
+    tuned.parent.mkdir(parents=True, exist_ok=True)
+    tuned.write_text("arch:\n  total_num_envs: 8\nsystem:\n  actor_lr: 0.003\n")
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        on_task = compose("ppo", overrides=["env=gymnax/pendulum"])
+        elsewhere = compose("ppo", overrides=["env=gymnax/acrobot"])
+        overridden = compose("ppo", overrides=["env=gymnax/pendulum", "system.actor_lr=0.1"])
+    assert (on_task.arch.total_num_envs, on_task.system.actor_lr) == (8, 0.003)
+    assert (elsewhere.arch.total_num_envs, elsewhere.system.actor_lr) == (4, 2.5e-4)
+    assert overridden.system.actor_lr == 0.1

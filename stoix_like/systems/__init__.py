@@ -1,4 +1,10 @@
-"""One module per algorithm; each holds only what is particular to that algorithm.
+"""One module per algorithm, grouped by family; each holds only what is particular to that algorithm.
+
+A family folder holds its algorithms beside the one module they share:
+  on_policy/     rollout.py (collect, minibatch, epochs) · ppo.py · pqn.py
+  q_learning/    value_based.py (Q heads, ε-greedy, the learn step) · dqn.py · distributional_dqn.py
+  actor_critic/  continuous_control.py · deterministic_policy_gradient.py · sac.py · td3.py (and ddpg) · d4pg.py
+  off_policy.py  the replay-based skeleton that q_learning/ and actor_critic/ both build on
 
 `MODULE_OF` names, for each `config/<algo>.yaml`, the module whose `learner_setup` trains it: variants that are
 configs of one system (DQN, Double DQN, M-DQN, DQN-Reg) share a module.
@@ -10,10 +16,11 @@ import importlib
 from types import ModuleType
 
 MODULE_OF = {
-    "ppo": "ppo", "pqn": "pqn",
-    "dqn": "dqn", "ddqn": "dqn", "mdqn": "dqn", "dqn_reg": "dqn",
-    "c51": "distributional_dqn", "qr_dqn": "distributional_dqn", "rainbow": "distributional_dqn",
-    "sac": "sac", "td3": "td3", "ddpg": "td3", "d4pg": "d4pg",
+    "ppo": "on_policy.ppo", "pqn": "on_policy.pqn",
+    "dqn": "q_learning.dqn", "ddqn": "q_learning.dqn", "mdqn": "q_learning.dqn", "dqn_reg": "q_learning.dqn",
+    "c51": "q_learning.distributional_dqn", "qr_dqn": "q_learning.distributional_dqn",
+    "rainbow": "q_learning.distributional_dqn",
+    "sac": "actor_critic.sac", "td3": "actor_critic.td3", "ddpg": "actor_critic.td3", "d4pg": "actor_critic.d4pg",
 }
 
 

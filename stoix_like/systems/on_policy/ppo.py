@@ -23,7 +23,7 @@ from stoix_like.ops.losses import clipped_value_loss, ppo_clip_loss
 from stoix_like.ops.returns import truncated_gae
 from stoix_like.optim import make_optimizer
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
-from stoix_like.systems import on_policy
+from stoix_like.systems.on_policy import rollout
 from stoix_like.types import (
     ActorCriticApplyFns,
     ActorCriticOptStates,
@@ -46,8 +46,8 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
         recorded = {"value": critic_apply(params.critic, observation), "log_prob": dist.log_prob(action)}
         return action, dist.to_env_action(action), recorded
 
-    def rollout(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, PPOTransition]:
-        state, steps = on_policy.collect_rollout(env, act, state, system.rollout_length)
+    def collect_trajectory(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, PPOTransition]:
+        state, steps = rollout.collect_rollout(env, act, state, system.rollout_length)
         # The value of each step's true successor: one (T × envs) batched pass instead of T small ones.
         next_observations = normalization.normalize(state.obs_norm, steps.next_observation)
         next_values = critic_apply(state.params.critic, next_observations)
@@ -96,10 +96,10 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
         return (params, ActorCriticOptStates(actor_opt, critic_opt), obs_norm), metrics
 
     def update_step(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, LearnerOutput]:
-        state, traj = rollout(state)
+        state, traj = collect_trajectory(state)
         advantages, targets = truncated_gae(
             traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma, system.gae_lambda)
-        state, train_metrics = on_policy.learn_from_rollout(
+        state, train_metrics = rollout.learn_from_rollout(
             update_minibatch, state, (traj, advantages, targets), traj.observation, system)
         return state, LearnerOutput(episode_metrics=traj.episode_metrics, train_metrics=train_metrics)
 
@@ -108,7 +108,7 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
-    on_policy.check_minibatches(system, budget)
+    rollout.check_minibatches(system, budget)
     actor = build_actor(config.network, env.action_space)
     critic = build_critic(config.network)
     batched_env = VmapWrapper(env)
@@ -118,11 +118,11 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     # jitted: an eager flax init dispatches one tiny XLA program per layer operation
     params = ActorCriticParams(jitted_init(actor)(actor_key, observation), jitted_init(critic)(critic_key, observation))
 
-    optimizer_steps = on_policy.optimizer_steps(system, budget)
+    optimizer_steps = rollout.optimizer_steps(system, budget)
     actor_optimizer = make_optimizer(system.actor_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
     critic_optimizer = make_optimizer(system.critic_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
     opt_states = ActorCriticOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(params.critic))
-    learner_state = on_policy.initial_learner_state(OnPolicyLearnerState, env, env_key, step_key, system, budget,
+    learner_state = rollout.initial_learner_state(OnPolicyLearnerState, env, env_key, step_key, system, budget,
                                                     params=params, opt_states=opt_states)
     learner_fn = get_learner_fn(
         batched_env,

@@ -22,7 +22,8 @@ from stoix_like.networks.factory import build_actor, build_state_action_critic
 from stoix_like.ops import losses
 from stoix_like.replay import Transition
 from stoix_like.system_contract import SystemSetup
-from stoix_like.systems import continuous_control, off_policy
+from stoix_like.systems import off_policy
+from stoix_like.systems.actor_critic import continuous_control
 from stoix_like.types import OnlineAndTarget, SACOptStates, SACParams, SACUpdateFns
 
 

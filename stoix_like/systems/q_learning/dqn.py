@@ -4,7 +4,7 @@
 2016) or `munchausen` (M-DQN; Vieillard et al., 2020). `system.regularization_weight > 0` adds w·Q(s, a) to the
 loss of any of them (DQN-Reg; Co-Reyes et al., 2021). A dueling or noisy network is a network config
 (`network=mlp_dqn_dueling`), not a system. Acting, evaluation, the gradient step and the replay machinery are
-shared (stoix_like/systems/value_based.py, off_policy.py); this file holds only what the scalar losses regress on.
+shared (stoix_like/systems/q_learning/value_based.py, off_policy.py); this file holds only what the scalar losses regress on.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from stoix_like.ops import losses
 from stoix_like.ops.indexing import taken_action_values
 from stoix_like.replay import Transition
 from stoix_like.system_contract import SystemSetup
-from stoix_like.systems import value_based
+from stoix_like.systems.q_learning import value_based
 
 
 def _q_learning(q_tm1, online, target, batch: Transition, system) -> jax.Array:

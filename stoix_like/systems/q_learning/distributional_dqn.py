@@ -4,7 +4,7 @@
 atoms, cross-entropy to the projected target) or `quantile` (learnt quantiles, quantile Huber loss). The next
 action is greedy in expected Q-values, picked by the target network (`td_target: q_learning`) or the online
 one (`double_q_learning`). Rainbow is this system with a noisy dueling categorical network, prioritized replay
-and n-step returns (config/rainbow.yaml). Everything else is shared (systems/value_based.py, off_policy.py).
+and n-step returns (config/rainbow.yaml). Everything else is shared (q_learning/value_based.py, systems/off_policy.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from stoix_like.errors import ConfigError
 from stoix_like.ops import losses
 from stoix_like.replay import Transition
 from stoix_like.system_contract import SystemSetup
-from stoix_like.systems import value_based
+from stoix_like.systems.q_learning import value_based
 
 # how the next action is chosen: fn(online, target, batch, target_output_t) -> Q-values [B, A]
 NEXT_ACTION_SELECTORS: Dict[str, Callable] = {

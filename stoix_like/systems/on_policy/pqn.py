@@ -27,8 +27,8 @@ from stoix_like.ops.masking import masked_max
 from stoix_like.ops.returns import lambda_returns
 from stoix_like.optim import make_optimizer
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
-from stoix_like.systems import on_policy
-from stoix_like.systems.value_based import greedy_policy
+from stoix_like.systems.on_policy import rollout
+from stoix_like.systems.q_learning.value_based import greedy_policy
 from stoix_like.types import Observation, PQNLearnerState, RolloutStep
 
 
@@ -38,14 +38,14 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
     epsilon_at = epsilon_schedule(system.epsilon_start, system.epsilon_end, system.epsilon_decay_fraction,
                                   budget.num_updates)
 
-    def rollout(state: PQNLearnerState) -> Tuple[PQNLearnerState, RolloutStep, jax.Array]:
+    def collect_trajectory(state: PQNLearnerState) -> Tuple[PQNLearnerState, RolloutStep, jax.Array]:
         epsilon = epsilon_at(state.update_count)  # one ε per rollout
 
         def act(q_params, observation: Observation, key: jax.Array):
             action = epsilon_greedy(key, q_apply(q_params, observation), observation.action_mask, epsilon)
             return action, action, ()
 
-        state, traj = on_policy.collect_rollout(env, act, state, system.rollout_length)
+        state, traj = rollout.collect_rollout(env, act, state, system.rollout_length)
         return state._replace(update_count=state.update_count + 1), traj, epsilon
 
     def q_lambda_targets(q_params, obs_norm, traj: RolloutStep) -> jax.Array:
@@ -75,9 +75,9 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
         return (optax.apply_updates(q_params, updates), opt_state, obs_norm), metrics
 
     def update_step(state: PQNLearnerState) -> Tuple[PQNLearnerState, LearnerOutput]:
-        state, traj, epsilon = rollout(state)
+        state, traj, epsilon = collect_trajectory(state)
         targets = q_lambda_targets(state.params, state.obs_norm, traj)
-        state, train_metrics = on_policy.learn_from_rollout(
+        state, train_metrics = rollout.learn_from_rollout(
             update_minibatch, state, (traj.observation, traj.action, targets), traj.observation, system)
         return state, LearnerOutput(episode_metrics=traj.episode_metrics,
                                     train_metrics={**train_metrics, "epsilon": epsilon})
@@ -87,16 +87,16 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
-    on_policy.check_minibatches(system, budget)
+    rollout.check_minibatches(system, budget)
     q_network = build_q_network(config.network, env.action_space)
     batched_env = VmapWrapper(env)
 
     key, q_key, env_key, step_key = jax.random.split(key, 4)
     q_params = jitted_init(q_network)(q_key, example_observation(env))
 
-    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, on_policy.optimizer_steps(system, budget),
+    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, rollout.optimizer_steps(system, budget),
                                system.decay_learning_rates)
-    learner_state = on_policy.initial_learner_state(
+    learner_state = rollout.initial_learner_state(
         PQNLearnerState, env, env_key, step_key, system, budget,
         params=q_params, opt_states=optimizer.init(q_params), update_count=jnp.zeros((), jnp.int32))
     return SystemSetup(

@@ -1,0 +1,1 @@
+"""On-policy systems: they learn from the rollout they just collected (rollout.py is what they share)."""
