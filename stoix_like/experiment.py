@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from stoix_like import budget as budget_lib
 from stoix_like import config_schema
-from stoix_like import checkpointing, compilation_cache, population
+from stoix_like import checkpointing, compilation_cache, population, run_record
 from stoix_like import envs as envs_lib
 from stoix_like import parallel
 from stoix_like.errors import ConfigError
@@ -129,6 +129,7 @@ def train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> Ru
 def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budget: budget_lib.Budget,
            seeds: List[int], checkpoints: checkpointing.Checkpoints, logger: Logger) -> RunResult:
     """setup → resume? → compile → [learn → evaluate → checkpoint] × N → absolute metric, as named steps."""
+    wall_start = time.perf_counter()
     train_env, eval_env = envs_lib.make(config.env)
     logger.message(_describe(algorithm, config, budget, seeds))
     prepared = set_up(learner_setup, train_env, config, budget, seeds)
@@ -160,6 +161,8 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     learned_here = (budget.num_evaluation - first_evaluation) * budget.steps_per_evaluation * len(seeds)
     _report(loop, config, progress, absolute_returns, compile_seconds, learn_seconds, learned_here,
             resumed=first_evaluation > 0)
+    logger.finish(run_record.Timings(time.perf_counter() - wall_start, compile_seconds, learn_seconds, learned_here),
+                  resumed=first_evaluation > 0)
     return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns),
                      progress.steps_done, learner_state, compile_seconds, learn_seconds, learned_here)
 
