@@ -138,6 +138,9 @@ class LoggerSchema:
     base_exp_path: str = text("the run directory outside Hydra")
     use_console: bool = key(flag("log to the console"))
     use_json: bool = key(flag("write metrics.json"))
+    progress_per_evaluation: int = key(integer(
+        POSITIVE_INT, "progress lines per evaluation interval: its updates run as this many learn calls, a line "
+        "after each; must divide the updates per evaluation"))
     kind: LoggerKindSchema = part(LoggerKindSchema)
     checkpointing: CheckpointingSchema = part(CheckpointingSchema)
 

@@ -1,4 +1,4 @@
-"""Read runs' logs and group them for a report. Core only (numpy, yaml): no extra needed.
+"""Read runs' logs and group them for a report. Core only (numpy, omegaconf): no extra needed.
 
 A run directory holds `metrics.json` (marl-eval layout: env → task → algorithm → seed_k → step_i) and, from runs
 of this project, `run.json` (stoix_like/run_record.py: the composed config and timings). A report is given run
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
-import yaml
+from omegaconf import OmegaConf
 
 from stoix_like import run_record
 from stoix_like.errors import ConfigError
@@ -114,12 +114,13 @@ class Group:
     @property
     def solved_return(self) -> Optional[float]:
         """The env's solved threshold, from the config the runs saved (env.solved_return)."""
-        values = {run.config.get("env.solved_return") for run in self.runs} - {None}
+        values = {value for run in self.runs if (value := run.config.get("env.solved_return")) is not None}
         return float(values.pop()) if len(values) == 1 else None
 
     def _timings(self, name: str) -> Optional[float]:
-        values = [run.record.get(name) for run in self.runs if run.record]
-        return float(sum(values)) if values and None not in values and len(values) == len(self.runs) else None
+        """A timing summed over the group's runs; None unless every run recorded it."""
+        values = [value for run in self.runs if run.record and (value := run.record.get(name)) is not None]
+        return float(sum(values)) if values and len(values) == len(self.runs) else None
 
     @property
     def wall_seconds(self) -> Optional[float]:
@@ -247,8 +248,7 @@ def env_option_of(suite: str, task: str) -> Optional[str]:
     from stoix_like.entry import CONFIG_DIR
 
     for path in sorted(glob.glob(os.path.join(CONFIG_DIR, "env", "*", "*.yaml"))):
-        with open(path) as file:
-            env = yaml.safe_load(file)
-        if env.get("suite") == suite and env.get("scenario", {}).get("name") == task:
+        env = OmegaConf.load(path)
+        if OmegaConf.select(env, "suite") == suite and OmegaConf.select(env, "scenario.name") == task:
             return os.path.relpath(path, os.path.join(CONFIG_DIR, "env"))[: -len(".yaml")].replace(os.sep, "/")
     return None
