@@ -117,8 +117,9 @@ def train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> Ru
     compilation_cache.use_process_compilation_cache()  # N seeds' identical setup programs compile once
     budget = make_budget(config)
     # Live progress in a long interval: the learner is built for a share of it and called that many times (a
-    # progress line after each), which keeps host callbacks out of the compiled learner
-    # (benchmarks/progress_overhead.py measured both). The updates, steps and schedules are the same.
+    # progress line after each). The updates, steps and schedules are the same. Host callbacks stay out of the
+    # compiled learner: on PPO CartPole one every 10 updates cost ~30% of throughput, an extra learn call ~16 ms
+    # of CPU (benchmarks/progress_overhead.py).
     call_budget = learn_call_budget(budget, int(config.logger.progress_per_evaluation))
     seeds = seeds_of(config)
     run_dir = run_dir_of(config)

@@ -86,18 +86,18 @@ def build_report(paths: Sequence[str], out_dir: str, reps: int = statistics.DEFA
 
 
 def write_figures(report: Report, out_dir: str) -> None:
-    colour = figures.colours(sorted({group.label for results in report.envs for group in results.groups}))
+    style = figures.styles(sorted({group.label for results in report.envs for group in results.groups}))
     seeds = {group.label: len(group.seeds) for results in report.envs for group in results.groups}
     for results in report.envs:
         path = os.path.join(out_dir, results.curve_file)
-        figures.learning_curves(path, results.env, results.mean_curves, seeds, colour, results.solved_return)
+        figures.learning_curves(path, results.env, results.mean_curves, seeds, style, results.solved_return)
         report.files.append(path)
     path = os.path.join(out_dir, "aggregates.png")
     figures.aggregates(path, {results.env: results.aggregates for results in report.envs},
-                       {results.env: results.improvements for results in report.envs}, colour)
+                       {results.env: results.improvements for results in report.envs}, style)
     report.files.append(path)
     path = os.path.join(out_dir, "sample_efficiency.png")
-    figures.sample_efficiency(path, {results.env: results.iqm_curves for results in report.envs}, seeds, colour,
+    figures.sample_efficiency(path, {results.env: results.iqm_curves for results in report.envs}, seeds, style,
                               {results.env: results.solved_return for results in report.envs})
     report.files.append(path)
 
