@@ -9,6 +9,7 @@ import json
 import pathlib
 import struct
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -178,7 +179,7 @@ def wandb_records(run_dir: pathlib.Path) -> list:
             offset += block - offset % block
             continue
         _, length, kind = struct.unpack("<IHB", data[offset:offset + 7])
-        if kind == 0 and length == 0:
+        if (kind == 0 and length == 0) or offset + 7 + length > len(data):  # the end, or a record still being written
             break
         pending += data[offset + 7: offset + 7 + length]
         offset += 7 + length
@@ -201,7 +202,13 @@ def test_wandb_offline_writes_the_same_metrics_as_tensorboard(compose, tmp_path,
     feed(logger)
     logger.close()
 
-    records = wandb_records(tmp_path / "run")
+    # wandb's service writes the file on its own: finish() can return before the last records reach the disk
+    deadline = time.monotonic() + 60
+    while True:
+        records = wandb_records(tmp_path / "run")
+        if any(record.WhichOneof("record_type") == "exit" for record in records) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     (run,) = [record.run for record in records if record.WhichOneof("record_type") == "run"]
     assert (run.project, run.entity) == ("stoix", "team")
     assert json.loads({item.key: item.value_json for item in run.config.update}["system"])["rollout_length"] == 125
