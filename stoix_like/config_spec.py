@@ -125,6 +125,7 @@ ENV_SUITES = ("gymnax", "brax", "jumanji")  # envs/factory.py AVAILABLE_SUITES
 BRAX_BACKENDS = ("spring", "generalized", "positional", "mjx")
 EVAL_METRICS = ("episode_return", "episode_length")  # what the evaluator measures per episode
 NEPTUNE_MODES = ("async", "sync", "offline", "debug", "read-only")  # logging.py NEPTUNE_MODES
+WANDB_MODES = ("online", "offline", "disabled")  # wandb.init's modes
 SAVED_PARAMS = ("best", "latest")  # checkpointing.load_eval_params
 MUNCHAUSEN_KEYS = ("entropy_temperature", "munchausen_coefficient", "munchausen_clip_value_min")
 

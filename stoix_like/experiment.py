@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from stoix_like import budget as budget_lib
 from stoix_like import config_schema
-from stoix_like import checkpointing, compilation_cache, population
+from stoix_like import checkpointing, compilation_cache, population, run_record
 from stoix_like import envs as envs_lib
 from stoix_like import parallel
 from stoix_like.errors import ConfigError
@@ -116,25 +116,45 @@ def train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> Ru
     parallel.maybe_initialize_distributed(config.arch)
     compilation_cache.use_process_compilation_cache()  # N seeds' identical setup programs compile once
     budget = make_budget(config)
+    # Live progress in a long interval: the learner is built for a share of it and called that many times (a
+    # progress line after each). The updates, steps and schedules are the same. Host callbacks stay out of the
+    # compiled learner: on PPO CartPole one every 10 updates cost ~30% of throughput, an extra learn call ~16 ms
+    # of CPU (benchmarks/progress_overhead.py).
+    call_budget = learn_call_budget(budget, int(config.logger.progress_per_evaluation))
     seeds = seeds_of(config)
     run_dir = run_dir_of(config)
     checkpoints = checkpointing.Checkpoints(config, run_dir, algorithm, budget, seeds)
     logger = Logger(config, run_dir, algorithm, seeds)
     try:
-        return _train(config, learner_setup, algorithm, budget, seeds, checkpoints, logger)
+        return _train(config, learner_setup, algorithm, budget, call_budget, seeds, checkpoints, logger)
     finally:
         logger.close()
 
 
+def learn_call_budget(budget: budget_lib.Budget, calls_per_evaluation: int) -> budget_lib.Budget:
+    """The budget one learn call covers when each evaluation interval runs as `calls_per_evaluation` calls
+    (`logger.progress_per_evaluation`): the same updates, steps and schedules, in shorter scans."""
+    if calls_per_evaluation == 1:
+        return budget
+    check_divides("the updates per evaluation", budget.updates_per_evaluation, "logger.progress_per_evaluation",
+                  calls_per_evaluation)
+    return dataclasses.replace(budget, num_evaluation=budget.num_evaluation * calls_per_evaluation,
+                               updates_per_evaluation=budget.updates_per_evaluation // calls_per_evaluation)
+
+
 def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budget: budget_lib.Budget,
-           seeds: List[int], checkpoints: checkpointing.Checkpoints, logger: Logger) -> RunResult:
-    """setup → resume? → compile → [learn → evaluate → checkpoint] × N → absolute metric, as named steps."""
+           call_budget: budget_lib.Budget, seeds: List[int], checkpoints: checkpointing.Checkpoints, logger: Logger
+           ) -> RunResult:
+    """setup → resume? → compile → [learn → evaluate → checkpoint] × N → absolute metric, as named steps.
+    `call_budget`: what one learn call covers (an evaluation interval, or its share: learn_call_budget)."""
+    wall_start = time.perf_counter()
+    calls_per_evaluation = call_budget.num_evaluation // budget.num_evaluation
     train_env, eval_env = envs_lib.make(config.env)
     logger.message(_describe(algorithm, config, budget, seeds))
-    prepared = set_up(learner_setup, train_env, config, budget, seeds)
+    prepared = set_up(learner_setup, train_env, config, call_budget, seeds)
     # Resume (or load params) before compiling, so that a refused checkpoint costs no compilation.
     learner_state, progress = resume(checkpoints, prepared, budget, logger)
-    loop = Loop(budget, seeds, prepared.system, logger,
+    loop = Loop(call_budget, seeds, prepared.system, logger,
                 make_evaluate(eval_env, prepared.system.eval_policy, int(config.arch.num_eval_episodes)))
     learn, compile_seconds = compile_learner(prepared.system, prepared.fresh_state, len(seeds))
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
@@ -143,14 +163,19 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     learn_seconds = 0.0
     run_start = time.perf_counter()
     first_evaluation = progress.evaluations_done
+    first_call, num_calls = first_evaluation * calls_per_evaluation, call_budget.num_evaluation
     # Every process runs this loop's cross-process stages in one order: learn → evaluate each seed → save.
-    for evaluation in range(first_evaluation, budget.num_evaluation):
+    for call in range(first_call, num_calls):
         learned = learn_once(learn, learner_state)
         learner_state, learn_seconds = learned.learner_state, learn_seconds + learned.seconds
-        progress = dataclasses.replace(progress, steps_done=progress.steps_done + budget.steps_per_evaluation)
+        progress = dataclasses.replace(progress, steps_done=progress.steps_done + call_budget.steps_per_evaluation)
         elapsed = time.perf_counter() - run_start
-        eta = elapsed / (evaluation + 1 - first_evaluation) * (budget.num_evaluation - evaluation - 1)
-        progress, evaluated = evaluate_seeds(loop, learned, progress, evaluation, eta)
+        eta = elapsed / (call + 1 - first_call) * (num_calls - call - 1)
+        train_means = log_training(loop, learned, progress, call, eta)
+        if (call + 1) % calls_per_evaluation:
+            continue  # a progress line only: the interval goes on
+        evaluation = call // calls_per_evaluation
+        progress, evaluated = evaluate_seeds(loop, learned, progress, train_means)
         progress = dataclasses.replace(progress, evaluations_done=evaluation + 1, log_history=logger.json_state())
         save_checkpoint(loop, checkpoints, learner_state, progress, evaluated)
 
@@ -160,6 +185,8 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     learned_here = (budget.num_evaluation - first_evaluation) * budget.steps_per_evaluation * len(seeds)
     _report(loop, config, progress, absolute_returns, compile_seconds, learn_seconds, learned_here,
             resumed=first_evaluation > 0)
+    logger.finish(run_record.Timings(time.perf_counter() - wall_start, compile_seconds, learn_seconds, learned_here),
+                  resumed=first_evaluation > 0)
     return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns),
                      progress.steps_done, learner_state, compile_seconds, learn_seconds, learned_here)
 
@@ -249,7 +276,7 @@ def make_evaluate(eval_env: envs_lib.Environment, eval_policy: EvalPolicy, num_e
 class Loop(NamedTuple):
     """What the steps after compilation read and none of them changes."""
 
-    budget: budget_lib.Budget
+    budget: budget_lib.Budget  # one learn call's: an evaluation interval's, or its share of it (progress_per_evaluation)
     seeds: List[int]
     system: SystemSetup
     logger: Logger
@@ -263,27 +290,37 @@ class Evaluated(NamedTuple):
     eval_params: List[Any]  # per seed: the params just evaluated
 
 
-def evaluate_seeds(loop: Loop, learned: Learned, progress: checkpointing.Progress, evaluation: int, eta: float
-                   ) -> Tuple[checkpointing.Progress, Evaluated]:
-    """Each seed in turn: refuse NaN/inf, log its training metrics, evaluate it, keep its best params so far."""
+def log_training(loop: Loop, learned: Learned, progress: checkpointing.Progress, call: int, eta: float
+                 ) -> List[Dict[str, float]]:
+    """Each seed in turn: refuse NaN/inf, log a progress line and its training metrics; returns their means."""
     num_seeds = len(loop.seeds)
     steps_per_second = loop.budget.steps_per_evaluation / learned.seconds  # of each seed
+    all_means = []
+    for seed_index, seed in enumerate(loop.seeds):
+        seed_outputs = parallel.seed_view(learned.outputs, seed_index, num_seeds)
+        _refuse_non_finite(seed_outputs.train_metrics, call, loop.budget, seed if num_seeds > 1 else None)
+        train_means = {name: float(np.mean(value)) for name, value in seed_outputs.train_metrics.items()}
+        loop.logger.progress(seed, progress.steps_done, loop.budget.total_timesteps,
+                             _mean_completed_episode_return(seed_outputs.episode_metrics), steps_per_second, eta,
+                             train_means)
+        all_means.append({"steps_per_second": steps_per_second, **train_means})
+    return all_means
+
+
+def evaluate_seeds(loop: Loop, learned: Learned, progress: checkpointing.Progress,
+                   train_means: List[Dict[str, float]]) -> Tuple[checkpointing.Progress, Evaluated]:
+    """Each seed in turn: evaluate it (its last training metrics logged beside), keep its best params so far."""
+    num_seeds = len(loop.seeds)
     # copies: the progress passed in stays as it was
     eval_keys = progress.eval_keys.copy()
     best_returns, best_params = list(progress.best_returns), list(progress.best_params)
     eval_returns, eval_params_now = [], []
     for seed_index, seed in enumerate(loop.seeds):
-        seed_outputs = parallel.seed_view(learned.outputs, seed_index, num_seeds)
-        _refuse_non_finite(seed_outputs.train_metrics, evaluation, loop.budget, seed if num_seeds > 1 else None)
-        train_means = {name: float(np.mean(value)) for name, value in seed_outputs.train_metrics.items()}
-        loop.logger.progress(seed, progress.steps_done, loop.budget.total_timesteps,
-                             _mean_completed_episode_return(seed_outputs.episode_metrics), steps_per_second, eta,
-                             train_means)
         eval_params = eval_params_of(loop.system, learned.learner_state, seed_index, num_seeds)
         next_eval_key, this_eval_key = jax.random.split(eval_keys[seed_index])
         eval_keys[seed_index] = np.asarray(next_eval_key)
         stats = loop.logger.evaluation("eval", seed, progress.steps_done, loop.evaluate(eval_params, this_eval_key),
-                                       {"steps_per_second": steps_per_second, **train_means})
+                                       train_means[seed_index])
         eval_return = stats["episode_return"]["mean"]
         if eval_return >= best_returns[seed_index]:
             best_returns[seed_index], best_params[seed_index] = eval_return, eval_params
@@ -332,11 +369,12 @@ def _report(loop: Loop, config: DictConfig, progress: checkpointing.Progress, ab
     loop.logger.message(f"logs: {loop.logger.run_dir}")
 
 
-def _refuse_non_finite(train_metrics: Dict[str, np.ndarray], evaluation: int, budget: budget_lib.Budget,
+def _refuse_non_finite(train_metrics: Dict[str, np.ndarray], call: int, budget: budget_lib.Budget,
                        seed: int | None) -> None:
+    """`budget`: one learn call's (`call` counts them from 0), so the update named is the run's own."""
     bad = _first_non_finite_update(train_metrics)
     if bad is not None:
-        update = evaluation * budget.updates_per_evaluation + bad[1] + 1
+        update = call * budget.updates_per_evaluation + bad[1] + 1
         raise FloatingPointError(
             f"{bad[0]} became NaN/inf at update {update} of {budget.num_updates}"
             + (f" (seed {seed})" if seed is not None else "")

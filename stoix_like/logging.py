@@ -1,4 +1,5 @@
-"""Loggers: a readable console, a marl-eval JSON file, TensorBoard and Neptune. Only process 0 logs.
+"""Loggers: a readable console (saved as `<run dir>/<algorithm>.log` too), a marl-eval JSON file, the run's
+record (`run.json`), TensorBoard, Neptune and Weights & Biases. Only process 0 logs.
 
 Each sink is built from `config.logger` and fed by the one `Logger` the experiment loop talks to. A sink that
 fails mid-run (disk full, network down) warns once and is switched off; training goes on. With several
@@ -12,17 +13,18 @@ import math
 import os
 import sys
 import warnings
-from typing import Any, Dict, List, Literal, Mapping, Optional, Protocol, Sequence, Tuple, get_args
+from typing import IO, Any, Dict, List, Literal, Mapping, Optional, Protocol, Sequence, Tuple, get_args
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from stoix_like import parallel
+from stoix_like import parallel, run_record
 from stoix_like.errors import ConfigError
 
 NeptuneMode = Literal["async", "sync", "offline", "debug", "read-only"]
 NEPTUNE_MODES: Tuple[NeptuneMode, ...] = get_args(NeptuneMode)
 NEPTUNE_TOKEN_VARIABLE = "NEPTUNE_API_TOKEN"
+WANDB_KEY_VARIABLE = "WANDB_API_KEY"
 
 
 def summarize(values: np.ndarray) -> Dict[str, float]:
@@ -55,11 +57,26 @@ def _seed_label(seed: Optional[int]) -> str:
 
 
 class ConsoleLogger:
-    def __init__(self, stream=None):
-        self._stream = stream or sys.stdout
+    """Readable lines on stdout (unless `show` is off), each appended to `log_path` as well, so that the run
+    directory keeps them (under Hydra that is the file Hydra opens for the job, `<run dir>/<algorithm>.log`,
+    which would otherwise hold only library warnings: these lines never go through `logging`)."""
+
+    def __init__(self, log_path: Optional[str], show: bool = True, stream: Optional[IO[str]] = None):
+        self._stream = (stream or sys.stdout) if show else None
+        self._file: Optional[IO[str]] = None
+        if log_path is not None:
+            os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
+            self._file = open(log_path, "a", encoding="utf-8")
 
     def _write(self, line: str) -> None:
-        print(line, file=self._stream, flush=True)
+        if self._stream is not None:
+            print(line, file=self._stream, flush=True)
+        if self._file is not None:
+            print(line, file=self._file, flush=True)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
     def message(self, line: str) -> None:
         self._write(line)
@@ -123,6 +140,20 @@ class JsonLogger:
         with open(tmp, "w") as f:
             json.dump(self._data, f)
         os.replace(tmp, self.path)  # a reader never sees a half-written file
+
+
+class RunRecordLogger:
+    """`<run dir>/run.json` (stoix_like/run_record.py): written as the run starts, then with its timings."""
+
+    def __init__(self, run_dir: str, record: Dict[str, Any]):
+        self.run_dir = run_dir
+        self._record = record
+
+    def start(self) -> None:
+        run_record.write(self.run_dir, self._record)
+
+    def finish(self, timings: run_record.Timings, resumed: bool) -> None:
+        run_record.write(self.run_dir, run_record.finished(self._record, timings, resumed))
 
 
 class ScalarSink(Protocol):
@@ -212,6 +243,47 @@ def check_neptune_settings(settings: DictConfig) -> None:
                               f"(or the NEPTUNE_PROJECT environment variable).")
 
 
+class WandbLogger:
+    """A Weights & Biases run: the composed config, and every logged number under the names TensorBoard uses.
+
+    The API key is read by wandb from $WANDB_API_KEY only: it is never in the config, never printed or logged.
+    `mode=offline` writes `<run dir>/wandb/offline-run-*` without a network (`wandb sync` uploads it later).
+    """
+
+    def __init__(self, settings: DictConfig, config: DictConfig, algorithm: str, run_dir: str):
+        wandb = import_wandb()
+        os.makedirs(run_dir, exist_ok=True)
+        self._run = wandb.init(
+            project=settings.project, entity=settings.entity, mode=str(settings.mode), dir=run_dir,
+            name=f"{algorithm} {config.env.scenario.name}", tags=[str(tag) for tag in settings.tags],
+            config=plain_config(config), settings=wandb.Settings(console="off", silent=True))
+
+    def scalars(self, prefix: str, step: int, values: Mapping[str, float]) -> None:
+        self._run.log({f"{prefix}/{name}": float(value) for name, value in values.items()}, step=int(step))
+
+    def close(self) -> None:
+        self._run.finish()
+
+
+def import_wandb() -> Any:
+    """The wandb module, or a one-line ConfigError naming the extra that installs it."""
+    try:
+        import wandb
+    except ImportError:
+        raise ConfigError("logger.kind.wandb.enabled=True needs the wandb package: pip install -e \".[wandb]\" "
+                          "(or pip install wandb).") from None
+    return wandb
+
+
+def check_wandb_settings(settings: DictConfig) -> None:
+    """Refused before any work: W&B without its package, or online without an API key in the environment."""
+    import_wandb()
+    if str(settings.mode) == "online" and not os.environ.get(WANDB_KEY_VARIABLE):
+        raise ConfigError(
+            f"logger.kind.wandb.mode=online needs a W&B API key in the {WANDB_KEY_VARIABLE} environment variable "
+            f"(it is never read from the config); or set logger.kind.wandb.mode=offline.")
+
+
 class Logger:
     """The loggers a run asked for, called from the experiment loop. On processes other than 0 it does nothing."""
 
@@ -222,21 +294,34 @@ class Logger:
         self._failed: set[int] = set()  # ids of the sinks switched off
         self.console: Optional[ConsoleLogger] = None
         self.json: Optional[JsonLogger] = None
+        self.record: Optional[RunRecordLogger] = None
         self._scalar_sinks: List[ScalarSink] = []
         kinds = config.logger.kind
         if kinds.neptune.enabled:
             check_neptune_settings(kinds.neptune)
+        if kinds.wandb.enabled:
+            check_wandb_settings(kinds.wandb)
         if not self.enabled:  # no sink is built, so no file or remote run appears outside process 0
             return
-        if config.logger.use_console:
-            self.console = ConsoleLogger()
+        self.console = ConsoleLogger(os.path.join(run_dir, f"{algorithm}.log"), show=bool(config.logger.use_console))
         if config.logger.use_json:
             self.json = JsonLogger(os.path.join(run_dir, "metrics.json"), env_name=str(config.env.suite),
                                    task_name=str(config.env.scenario.name), algorithm=algorithm, seeds=seeds)
+            # beside the metrics, what a report needs to read them without being told (stoix_like/run_record.py)
+            self.record = RunRecordLogger(run_dir, run_record.started(
+                algorithm, str(config.env.suite), str(config.env.scenario.name), seeds,
+                int(config.arch.total_timesteps), plain_config(config)))
+            self._call(self.record, "start")
         if kinds.tensorboard.enabled:
             self._scalar_sinks.append(TensorBoardLogger(os.path.join(run_dir, "tensorboard"), config))
         if kinds.neptune.enabled:
             self._scalar_sinks.append(NeptuneLogger(kinds.neptune, config, algorithm))
+        if kinds.wandb.enabled:
+            self._scalar_sinks.append(WandbLogger(kinds.wandb, config, algorithm, run_dir))
+
+    def finish(self, timings: run_record.Timings, resumed: bool) -> None:
+        """The run is done: its record gets its timings."""
+        self._call(self.record, "finish", timings, resumed)
 
     def _call(self, sink: Optional[object], method: str, *args: Any) -> None:
         if not self.enabled or sink is None or id(sink) in self._failed:
@@ -290,3 +375,4 @@ class Logger:
     def close(self) -> None:
         for sink in self._scalar_sinks:
             self._call(sink, "close")
+        self._call(self.console, "close")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Type
 
 from stoix_like.config_spec import (DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, NEPTUNE_MODES, POSITIVE_INT,
-                                    SAVED_PARAMS, TD_TARGETS, Spec, choice, flag, integer, real)
+                                    SAVED_PARAMS, TD_TARGETS, WANDB_MODES, Spec, choice, flag, integer, real)
 
 REQUIRED = "???"  # OmegaConf's MISSING: the value comes from the YAML
 
@@ -106,9 +106,19 @@ class NeptuneSchema:
 
 
 @dataclass
+class WandbSchema:
+    enabled: bool = key(flag("log to Weights & Biases"))
+    project: Optional[str] = text("the W&B project; null: $WANDB_PROJECT, else wandb's default")
+    entity: Optional[str] = text("the W&B team or user; null: $WANDB_ENTITY, else the key's default entity")
+    mode: str = key(choice(WANDB_MODES, "W&B's mode: offline writes <run dir>/wandb/ and needs no network"))
+    tags: List[str] = field(default_factory=list, metadata={"doc": "W&B tags"})
+
+
+@dataclass
 class LoggerKindSchema:
     tensorboard: TensorboardSchema = part(TensorboardSchema)
     neptune: NeptuneSchema = part(NeptuneSchema)
+    wandb: WandbSchema = part(WandbSchema)
 
 
 @dataclass
@@ -128,6 +138,9 @@ class LoggerSchema:
     base_exp_path: str = text("the run directory outside Hydra")
     use_console: bool = key(flag("log to the console"))
     use_json: bool = key(flag("write metrics.json"))
+    progress_per_evaluation: int = key(integer(
+        POSITIVE_INT, "progress lines per evaluation interval: its updates run as this many learn calls, a line "
+        "after each; must divide the updates per evaluation"))
     kind: LoggerKindSchema = part(LoggerKindSchema)
     checkpointing: CheckpointingSchema = part(CheckpointingSchema)
 

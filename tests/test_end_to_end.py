@@ -92,6 +92,13 @@ def test_multirun_writes_one_directory_per_job(run_ppo):
     for seed, run_dir in enumerate(run_dirs):
         assert run_dir.name == f"{seed}_seed{seed}"  # hydra.sweep.subdir in config/hydra_settings.yaml
         check_marl_eval_metrics(run_dir, "gymnax", "CartPole-v1", seed=seed, overrides=TINY_CARTPOLE)
+        # the console lines are in the job's own log, the file Hydra opens for it
+        assert re.search(r"^done: 64 steps \|", (run_dir / "ppo.log").read_text(), flags=re.MULTILINE)
+    # a report reads the sweep as one group: the jobs differ only in their seeds
+    from stoix_like.report import runs
+
+    (group,) = runs.group_runs(runs.load_runs([str(run_dirs[0].parent)]))
+    assert (group.label, group.env, group.seed_numbers) == ("ppo", "gymnax/CartPole-v1", [0, 1])
 
 
 # ------------------------------------------------------------------------------------- bad command lines

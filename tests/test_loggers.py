@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import pathlib
 import struct
+import sys
+import time
 import warnings
 
 import numpy as np
@@ -161,3 +163,83 @@ def test_only_process_zero_logs(compose, tmp_path, monkeypatch, capsys):
     logger.close()
     assert capsys.readouterr().out == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def wandb_records(run_dir: pathlib.Path) -> list:
+    """The protobuf records of the offline W&B run under `run_dir` (its .wandb file is a LevelDB-style log:
+    a 7-byte header, then 32 KiB blocks of records, each with a 7-byte header: crc, length, kind)."""
+    from wandb.proto import wandb_internal_pb2
+
+    (path,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
+    data, block = path.read_bytes(), 32 * 1024
+    assert data[:4] == b":W&B"
+    records, offset, pending = [], 7, b""
+    while offset + 7 <= len(data):
+        if block - offset % block < 7:  # a block's tail too short for a header is padding
+            offset += block - offset % block
+            continue
+        _, length, kind = struct.unpack("<IHB", data[offset:offset + 7])
+        if (kind == 0 and length == 0) or offset + 7 + length > len(data):  # the end, or a record still being written
+            break
+        pending += data[offset + 7: offset + 7 + length]
+        offset += 7 + length
+        if kind in (1, 4):  # a whole record, or the last piece of one
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            records.append(record)
+            pending = b""
+    return records
+
+
+def test_wandb_offline_writes_the_same_metrics_as_tensorboard(compose, tmp_path, monkeypatch, capfd):
+    pytest.importorskip("wandb", reason="the wandb extra: pip install -e '.[wandb]'")
+    monkeypatch.setenv("WANDB_API_KEY", TOKEN)
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "elsewhere"))  # the run's own dir= must win
+    config = compose("ppo", ["logger.kind.wandb.enabled=True", "logger.kind.wandb.mode=offline",
+                             "logger.kind.wandb.project=stoix", "logger.kind.wandb.entity=team",
+                             "logger.kind.tensorboard.enabled=True", "logger.use_console=False"])
+    logger = logging_lib.Logger(config, str(tmp_path / "run"), "ppo", seeds=[42])
+    feed(logger)
+    logger.close()
+
+    # wandb's service writes the file on its own: finish() can return before the last records reach the disk
+    deadline = time.monotonic() + 60
+    while True:
+        records = wandb_records(tmp_path / "run")
+        if any(record.WhichOneof("record_type") == "exit" for record in records) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    (run,) = [record.run for record in records if record.WhichOneof("record_type") == "run"]
+    assert (run.project, run.entity) == ("stoix", "team")
+    assert json.loads({item.key: item.value_json for item in run.config.update}["system"])["rollout_length"] == 125
+    series: dict = {}
+    for record in records:
+        if record.WhichOneof("record_type") == "history":
+            for item in record.history.item:
+                name = item.key or "/".join(item.nested_key)
+                if not name.startswith("_"):  # wandb's own: _step, _runtime, _timestamp
+                    series.setdefault(name, []).append((record.history.step.num, json.loads(item.value_json)))
+    tensorboard = read_tensorboard(tmp_path / "run" / "tensorboard")
+    assert set(series) == set(tensorboard)
+    for name, points in tensorboard.items():
+        assert [step for step, _ in series[name]] == [step for step, _ in points], name
+        assert [value for _, value in series[name]] == pytest.approx([value for _, value in points]), name
+
+    output = capfd.readouterr()
+    written = [path.read_bytes() for path in (tmp_path / "run").rglob("*") if path.is_file()]
+    assert TOKEN not in output.out + output.err
+    assert not any(TOKEN.encode() in content for content in written)
+
+
+def test_wandb_refusals_are_one_line_before_any_work(compose, tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    online = compose("ppo", ["logger.kind.wandb.enabled=True", "logger.kind.wandb.mode=online"])
+    monkeypatch.setitem(sys.modules, "wandb", None)  # as if the extra were not installed
+    with pytest.raises(ConfigError, match=r'needs the wandb package: pip install -e "\.\[wandb\]"') as error:
+        logging_lib.Logger(online, str(tmp_path / "run"), "ppo", seeds=[42])
+    assert "\n" not in str(error.value)
+    monkeypatch.delitem(sys.modules, "wandb")
+    pytest.importorskip("wandb")
+    with pytest.raises(ConfigError, match="WANDB_API_KEY"):
+        logging_lib.Logger(online, str(tmp_path / "run"), "ppo", seeds=[42])
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,54 @@
+"""What a run records about itself beside its metrics: `<run dir>/run.json`.
+
+`metrics.json` (marl-eval layout) holds what was measured at each evaluation; `run.json` holds what a report
+needs to read it without being told: the algorithm, env and seeds, the composed config (so that a sweep's jobs
+can be grouped by the keys that differ between them) and the run's timings. Process 0 writes it when the run
+starts (status "running") and again when it ends (status "done"). Plain JSON, no jax: the report reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Dict, NamedTuple, Optional, Sequence
+
+FILE_NAME = "run.json"
+FORMAT_VERSION = 1
+
+
+class Timings(NamedTuple):
+    wall_seconds: float  # the whole run in this process: setup, compilation, learning, evaluation
+    compile_seconds: float
+    learn_seconds: float  # in learn calls only
+    learned_steps: int  # env steps those learn calls took, all seeds together
+
+
+def started(algorithm: str, suite: str, task: str, seeds: Sequence[int], total_timesteps: int,
+            config: Any) -> Dict[str, Any]:
+    """The record of a run that has just started; `config` is the composed config as plain containers."""
+    return {"format": FORMAT_VERSION, "algorithm": algorithm, "suite": suite, "task": task,
+            "seeds": [int(seed) for seed in seeds], "total_timesteps": int(total_timesteps),
+            "status": "running", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "config": config}
+
+
+def finished(record: Dict[str, Any], timings: Timings, resumed: bool) -> Dict[str, Any]:
+    """The record once the run is done: its timings (since resuming, when `resumed`)."""
+    return {**record, "status": "done", "resumed": resumed, **timings._asdict()}
+
+
+def write(run_dir: str, record: Dict[str, Any]) -> None:
+    os.makedirs(run_dir, exist_ok=True)
+    path = os.path.join(run_dir, FILE_NAME)
+    with open(path + ".tmp", "w") as file:
+        json.dump(record, file, indent=1)
+    os.replace(path + ".tmp", path)  # a reader never sees a half-written record
+
+
+def read(run_dir: str) -> Optional[Dict[str, Any]]:
+    """The run's record, or None for a run that wrote none (logs from before run.json, or from elsewhere)."""
+    path = os.path.join(run_dir, FILE_NAME)
+    if not os.path.exists(path):
+        return None
+    with open(path) as file:
+        return json.load(file)
