@@ -172,14 +172,33 @@ class OnPolicyBatchesBlock:
 
 @dataclass
 class ReplayBlock:
-    """The replay buffer: what fills it, its size, how batches are drawn from it."""
+    """The replay buffer: what fills it, its size, how many batches are drawn from it and how large."""
 
     warmup_rollout_length: int = key(integer("[0, inf)", "env steps per env filling the buffer before learning"))
     gradient_steps_per_update: int = key(integer(POSITIVE_INT, "gradient steps on sampled batches per update"))
-    total_batch_size: int = key(integer(POSITIVE_INT, "transitions sampled per gradient step, over all devices "
-                                                      "and slots"))
+    total_batch_size: int = key(integer(POSITIVE_INT, "items sampled per gradient step (n-step transitions, or "
+                                                      "sequences), over all devices and slots"))
     total_buffer_size: int = key(integer(POSITIVE_INT, "replay capacity in transitions, over all devices and slots"))
+
+
+@dataclass
+class NStepReturnsBlock:
+    """Replayed sequences of n_step steps, each collapsed into one n-step transition (replay.n_step_batches)."""
+
     n_step: int = key(integer(POSITIVE_INT, "steps summed into each return before bootstrapping"))
+
+
+@dataclass
+class SequenceReplayBlock:
+    """Replayed sequences kept whole, for multi-step estimators over them (replay.sequence_batches)."""
+
+    sequence_length: int = key(integer(POSITIVE_INT, "consecutive stored steps in each sampled sequence"))
+
+
+@dataclass
+class PrioritizedReplayBlock:
+    """Sampling by priority, with importance weights that undo its bias."""
+
     prioritized_replay: bool = key(flag("sample transitions by priority"))
     priority_exponent: float = key(real("[0, 1]", "the priority exponent: 0 samples uniformly"))
     importance_sampling_exponent: float = key(real("[0, 1]", "the importance-sampling exponent: 1 corrects fully"))
@@ -257,7 +276,8 @@ class PQNSchema(EpsilonGreedyBlock, QLearningRate, OnPolicyBatchesBlock, SystemB
 
 
 @dataclass
-class QLearningSchema(TargetNetworkBlock, EpsilonGreedyBlock, QLearningRate, ReplayBlock, SystemBlock):
+class QLearningSchema(TargetNetworkBlock, EpsilonGreedyBlock, QLearningRate, PrioritizedReplayBlock, NStepReturnsBlock,
+                      ReplayBlock, SystemBlock):
     """What the replay-based Q-learning systems share (config/system/shared/q_learning.yaml)."""
 
     td_target: str = key(choice(TD_TARGETS, "the regression target"))
@@ -291,15 +311,16 @@ NUM_CRITICS = integer(POSITIVE_INT, "Q-networks whose minimum is the target")
 
 
 @dataclass
-class SACSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, ReplayBlock, SystemBlock):
+class SACSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, PrioritizedReplayBlock, NStepReturnsBlock,
+                ReplayBlock, SystemBlock):
     num_critics: int = key(NUM_CRITICS)
     alpha_lr: float = key(real("(0, inf)", "SAC's entropy temperature's " + LEARNING_RATE))
     init_alpha: float = key(real("(0, inf)", "SAC's initial entropy temperature, whose log is learnt"))
 
 
 @dataclass
-class D4PGSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, DeterministicPolicyBlock, ReplayBlock,
-                 SystemBlock):
+class D4PGSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, DeterministicPolicyBlock, PrioritizedReplayBlock,
+                 NStepReturnsBlock, ReplayBlock, SystemBlock):
     pass
 
 

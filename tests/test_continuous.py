@@ -202,7 +202,7 @@ def test_replay_ratio_line(compose):
     config = compose("sac", ["arch.total_num_envs=16", "system.rollout_length=2", "system.gradient_steps_per_update=4",
                              "system.total_batch_size=256"])
     budget = experiment.make_budget(config)
-    line = off_policy.replay_ratio_line(config.system, budget)
+    line = off_policy.replay_ratio_line(config.system, budget, replay.n_step_batches(config.system))
     assert "4 gradient steps on 1024 sampled transitions per 32 env steps" in line
     assert "0.125 gradient steps and 32 sampled transitions per env step" in line
 

@@ -71,7 +71,7 @@ def test_one_step_transition_is_the_stored_step():
 def buffer_error(compose, overrides) -> str:
     config = compose("dqn", overrides)
     with pytest.raises(ConfigError) as error:
-        replay.make_buffer(config.system, experiment.make_budget(config))
+        replay.make_buffer(config.system, experiment.make_budget(config), replay.n_step_batches(config.system))
     message = str(error.value)
     assert "\n" not in message
     return message
@@ -93,7 +93,7 @@ def test_each_slot_samples_its_share_of_the_total_batch(compose, monkeypatch):
     built = {}
     monkeypatch.setattr(replay.fbx, "make_trajectory_buffer", lambda **kwargs: built.update(kwargs))
     config = compose("dqn", ["arch.update_batch_size=2", "system.total_batch_size=64"])
-    replay.make_buffer(config.system, experiment.make_budget(config))
+    replay.make_buffer(config.system, experiment.make_budget(config), replay.n_step_batches(config.system))
     assert built["sample_batch_size"] == 32
 
 
@@ -123,7 +123,8 @@ def test_prioritized_replay_weights_its_samples_and_takes_the_learners_prioritie
                                                            "min_weight": jnp.min(weights)}, priorities)
 
     setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, budget, params=(), opt_states=(),
-                                     act=act, learn_from_batch=learn_from_batch, eval_policy=None,
+                                     act=act, learn_from_batch=learn_from_batch,
+                                     batches=replay.n_step_batches(config.system), eval_policy=None,
                                      eval_params=None, prioritized=True)
     state, outputs = parallel.distribute(setup.learner_fn)(setup.learner_state)
     assert isinstance(outputs, LearnerOutput)
