@@ -260,13 +260,18 @@ class QLearningRate:
 # ---------------------------------------------------------------------------------------------------- systems
 # Bases are listed last-to-first in field order; every system starts with SystemBlock's keys.
 
+# PPO's GAE(λ) advantages and AWR's TD(λ) ones, G^λ − V(s), are one estimator: one λ, one name.
+GAE_LAMBDA = real("[0, 1]", "the lambda of GAE / TD(lambda) returns: 0 one-step TD, 1 Monte-Carlo")
+STANDARDIZE_ADVANTAGES = flag("standardise advantages over each minibatch (off-policy: each sampled batch)")
+
+
 @dataclass
 class PPOSchema(CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
-    gae_lambda: float = key(real("[0, 1]", "GAE's lambda: 0 one-step TD, 1 Monte-Carlo"))
+    gae_lambda: float = key(GAE_LAMBDA)
     clip_eps: float = key(real("(0, inf)", "PPO's clipping range of the probability ratio and the value"))
     ent_coef: float = key(real("[0, inf)", "the weight of the entropy bonus"))
     vf_coef: float = key(real("(0, inf)", "the weight of the value loss: 0 would never train the critic"))
-    standardize_advantages: bool = key(flag("standardise advantages per minibatch"))
+    standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
 
 
 @dataclass
@@ -329,12 +334,22 @@ class TD3Schema(D4PGSchema):
     num_critics: int = key(NUM_CRITICS)
 
 
+@dataclass
+class AWRSchema(CriticLearningRate, ActorLearningRate, SequenceReplayBlock, ReplayBlock, SystemBlock):
+    gae_lambda: float = key(GAE_LAMBDA)
+    advantage_temperature: float = key(real("(0, inf)", "AWR's beta: replayed actions are weighted by "
+                                                        "exp(advantage / beta)"))
+    max_advantage_weight: float = key(real("(0, inf)", "AWR's w_max: the clip of every action's weight"))
+    standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
+
+
 # system_name -> its schema (DDPG is TD3's learner with other values)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "ppo": PPOSchema, "pqn": PQNSchema,
     "dqn": DQNSchema, "ddqn": DQNSchema, "dqn_reg": DQNSchema, "mdqn": MDQNSchema,
     "c51": C51Schema, "rainbow": C51Schema, "qr_dqn": QRDQNSchema,
     "sac": SACSchema, "td3": TD3Schema, "ddpg": TD3Schema, "d4pg": D4PGSchema,
+    "awr": AWRSchema,
 }
 
 

@@ -45,7 +45,7 @@ LEARNING_RATES = {"actor_lr": "actor_network", "critic_lr": "critic_network", "q
 # Keys of one system or a few, outside any block.
 OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regularization_weight", "num_critics",
             "init_alpha", "reward_scale", "q_lambda", "gae_lambda", "clip_eps", "ent_coef", "vf_coef",
-            "standardize_advantages"}
+            "standardize_advantages", "advantage_temperature", "max_advantage_weight"}
 VOCABULARY = set().union(*BLOCKS.values(), LEARNING_RATES, OWN_KEYS)
 BRITISH = re.compile(r"(prioritis|regularis|normalis|standardis|optimis|parameteris)")
 
