@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_population_learns
+from conftest import TINY_OFF_POLICY_BRAX_RUN, assert_population_learns
 
 from stoix_like import config_schema, experiment, parallel, replay
 from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace
@@ -240,15 +240,12 @@ def test_awr_learns_pendulum(compose):
 # ----------------------------------------------------------------------------------------------------
 
 BRAX_SMOKE = [
-    "env.max_episode_steps=16", "arch.total_num_envs=2", "arch.num_evaluation=1", "arch.num_eval_episodes=2",
-    "system.rollout_length=4", "system.warmup_rollout_length=0", "system.sequence_length=4",  # one brax compile less
-    "arch.total_timesteps=16", "system.gradient_steps_per_update=1", "system.total_batch_size=2",
-    "system.total_buffer_size=64",
+    *TINY_OFF_POLICY_BRAX_RUN, "system.sequence_length=4", "system.total_batch_size=2",  # no warm-up: 4 steps stored
     "network.actor_network.pre_torso.layer_sizes=[16]", "network.critic_network.pre_torso.layer_sizes=[16]",
 ]
 
 
-@pytest.mark.parametrize("env", ["brax/ant", "brax/halfcheetah"])
+@pytest.mark.parametrize("env", ["brax/ant", pytest.param("brax/halfcheetah", marks=pytest.mark.slow)])
 def test_awr_runs_on_brax(env, python_subprocess, tmp_path):
     result = python_subprocess(["-m", "experiments.awr", f"env={env}", *BRAX_SMOKE], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]

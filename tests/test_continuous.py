@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_population_learns
+from conftest import TINY_OFF_POLICY_BRAX_RUN, assert_population_learns
 
 from stoix_like import replay
 from stoix_like.envs.environment import ContinuousActionSpace
@@ -239,10 +239,7 @@ def test_d4pg_learns_pendulum(compose):
 # ----------------------------------------------------------------------------------------------------
 
 BRAX_SMOKE = [
-    "env=brax/ant", "env.max_episode_steps=16", "arch.total_num_envs=2", "arch.num_evaluation=1",
-    "arch.num_eval_episodes=2", "system.rollout_length=4", "system.warmup_rollout_length=0",  # one brax compile less
-    "arch.total_timesteps=16", "system.gradient_steps_per_update=1", "system.total_batch_size=8",
-    "system.total_buffer_size=64",
+    "env=brax/ant", *TINY_OFF_POLICY_BRAX_RUN, "system.total_batch_size=8",
     "network.actor_network.pre_torso.layer_sizes=[16]", "network.q_network.pre_torso.layer_sizes=[16]",
 ]
 

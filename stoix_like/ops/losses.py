@@ -2,7 +2,7 @@
 
 Batch-major: axis 0 is the batch B; A is the number of discrete actions, N / M numbers of atoms or
 quantiles. Per-example losses return `[B]` so the caller chooses the reduction (mean, importance
-weights); the PPO and SAC-temperature losses return the scalar mean they are always used as.
+weights); the PPO, AWR and SAC-temperature losses return the scalar mean they are always used as.
 
 Targets are wrapped in `stop_gradient`: gradients flow only through the "online" inputs
 (`q_tm1`, `logits_tm1`, `quantiles_tm1`, `log_prob`, `values`, `log_alpha`).
