@@ -258,18 +258,29 @@ def _td_target_fits_the_system(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _n_step_fits_the_first_rollout(values: Mapping[str, Any]) -> Optional[str]:
-    n_step, rollout = values.get("system.n_step"), values.get("system.rollout_length")
+def first_rollout_too_short(length_key: str, length: int, warmup_rollout_length: int, rollout_length: int) -> str:
+    """The refusal of a replayed sequence longer than what each env has stored when learning starts (also raised
+    by stoix_like.replay.make_buffer)."""
+    return (f"{length_key}={length} is longer than system.warmup_rollout_length + system.rollout_length = "
+            f"{warmup_rollout_length + rollout_length}: no full sequence of {length} steps exists when learning "
+            f"starts.")
+
+
+def _replayed_sequences_fit_the_first_rollout(values: Mapping[str, Any]) -> Optional[str]:
+    """The replay samples sequences of system.n_step (or system.sequence_length) stored steps of one env: each env
+    must have stored that many when learning starts."""
+    rollout = values.get("system.rollout_length")
     warmup = values.get("system.warmup_rollout_length") or 0
-    if n_step is not None and rollout is not None and warmup + rollout < n_step:
-        return (f"system.n_step={n_step} is longer than system.warmup_rollout_length + system.rollout_length = "
-                f"{warmup + rollout}: no full n-step sequence exists when learning starts.")
+    for length_key in ("system.n_step", "system.sequence_length"):
+        length = values.get(length_key)
+        if length is not None and rollout is not None and warmup + rollout < length:
+            return first_rollout_too_short(length_key, length, warmup, rollout)
     return None
 
 
 CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, Any]], Optional[str]], ...] = (
     _buffer_holds_a_batch, _epsilon_decays, _supports_are_intervals, _process_id_in_range,
-    _td_target_fits_the_system, _n_step_fits_the_first_rollout)
+    _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout)
 
 
 def problems(config: Any) -> List[str]:

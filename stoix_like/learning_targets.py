@@ -52,6 +52,13 @@ TARGETS: Dict[str, Tuple[LearningTarget, ...]] = {
     "td3": (PENDULUM_CONTINUOUS,),
     "ddpg": (PENDULUM_CONTINUOUS,),
     "d4pg": (PENDULUM_CONTINUOUS,),
+    # AWR's bars are issue 10's (policy-optimisation family): IQM ≥ 400 on CartPole-v1 and ≥ −300 on Pendulum-v1.
+    # A seed below its floor has not learnt the task at all: on CartPole a uniform policy lasts ~22 steps and 200
+    # is far from it; on Pendulum −500 is a policy that swings up from some starts only (random: about −1,200).
+    "awr": (LearningTarget("gymnax/cartpole", iqm_at_least=400.0, seed_floor=200.0, max_seeds_below_floor=1,
+                           solved_return=475.0),
+            LearningTarget("gymnax/pendulum", iqm_at_least=-300.0, seed_floor=-500.0, max_seeds_below_floor=1,
+                           solved_return=-250.0)),
 }
 
 

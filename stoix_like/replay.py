@@ -1,20 +1,28 @@
 """Replay for off-policy systems: a flashbax trajectory buffer whose state lives in the learner state.
 
-Sequences of `n_step` consecutive transitions are sampled and turned into one n-step transition, so every
-value-based or actor-critic loss sees the same 1-step shape `(obs, action, reward, discount, next_obs)`
-whatever `n_step` is. Keeping the buffer state inside the learner state means it is vmapped over seeds,
-pmapped over devices and checkpointed like everything else.
+The buffer samples sequences of consecutive stored steps; a `BatchView` says how long they are and what a
+learner's batch is made of them:
+  * `n_step_batches`: sequences of `n_step` steps, each collapsed into one n-step transition, so every
+    value-based or actor-critic loss sees the same 1-step shape `(obs, action, reward, discount, next_obs)`
+    whatever `n_step` is;
+  * `sequence_batches`: sequences of `sequence_length` steps kept whole, time-major `(L, B, ...)`, with every
+    step's reward, discount, `last` flag and true successor observation, for multi-step estimators over them
+    (TD(λ), Retrace).
+Keeping the buffer state inside the learner state means it is vmapped over seeds, pmapped over devices and
+checkpointed like everything else.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from typing import Callable, NamedTuple
 
 import flashbax as fbx
 import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
+from stoix_like import config_schema
 from stoix_like.budget import Budget
 from stoix_like.errors import ConfigError
 from stoix_like.types import Array, Observation
@@ -31,46 +39,66 @@ class Transition(NamedTuple):
     next_observation: Observation
 
 
-def make_buffer(system_config: DictConfig, budget: Budget, prioritized: bool = False):
-    """A trajectory buffer per (device, batch) slot, sized so that all slots together hold `total_buffer_size`
-    and sample `total_batch_size` transitions per gradient step.
+class BatchView(NamedTuple):
+    """What a learner's batches are: the buffer samples sequences of `sequence_length` stored steps, (B, L, ...),
+    and `to_batch` turns them into the batch `learn_from_batch` sees."""
 
-    Raises a ConfigError, before anything compiles, when the batch does not split exactly over the slots or a
-    slot's buffer cannot hold its batch.
+    length_key: str  # the config key that sets sequence_length, named when a buffer cannot serve it
+    sequence_length: int
+    to_batch: Callable[[Transition], Transition]
+    steps_per_item: int  # stored steps each batch item stands for, in the replay ratio (an n-step transition: 1)
+
+
+def n_step_batches(system_config: DictConfig) -> BatchView:
+    """Batches of n-step transitions (B, ...): `system.n_step` steps summed with `system.gamma`."""
+    n_step = int(system_config.n_step)
+    return BatchView("system.n_step", n_step,
+                     functools.partial(n_step_transition, gamma=float(system_config.gamma)), steps_per_item=1)
+
+
+def sequence_batches(system_config: DictConfig) -> BatchView:
+    """Batches of whole sequences of `system.sequence_length` steps, time-major (L, B, ...)."""
+    length = int(system_config.sequence_length)
+    return BatchView("system.sequence_length", length, time_major, steps_per_item=length)
+
+
+def make_buffer(system_config: DictConfig, budget: Budget, batches: BatchView, prioritized: bool = False):
+    """A trajectory buffer per (device, batch) slot, sized so that all slots together hold `total_buffer_size`
+    and sample `total_batch_size` sequences of `batches.sequence_length` steps per gradient step.
+
+    Raises a ConfigError, before anything compiles, when the batch does not split exactly over the slots, a
+    slot's buffer cannot hold its batch or a sequence, or the first learning step would find no whole sequence.
     """
     slots = budget.n_devices * budget.update_batch_size
     per_slot_size = int(system_config.total_buffer_size) // slots
     total_batch_size = int(system_config.total_batch_size)
     batch_size = total_batch_size // slots
-    n_step = int(system_config.n_step)
+    length_key, length = batches.length_key, batches.sequence_length
     per_env_length = per_slot_size // budget.num_envs
     warmup = budget.warmup_rollout_length
-    if n_step < 1:
-        raise ConfigError(f"system.n_step={n_step} must be at least 1.")
+    if length < 1:
+        raise ConfigError(f"{length_key}={length} must be at least 1.")
     if total_batch_size % slots or batch_size < 1:
         fits = max(total_batch_size // slots, 1) * slots
         raise ConfigError(
             f"system.total_batch_size={total_batch_size} must be a positive multiple of n_devices × "
             f"arch.update_batch_size = {budget.n_devices} × {budget.update_batch_size} = {slots} (each slot samples "
             f"an equal share); try system.total_batch_size={fits} or {fits + slots}.")
-    if per_env_length < n_step or per_slot_size < batch_size:
+    if per_env_length < length or per_slot_size < batch_size:
         raise ConfigError(
             f"system.total_buffer_size={system_config.total_buffer_size} holds {per_slot_size} transitions per "
             f"(device, batch) slot ({per_env_length} per env), fewer than its share of system.total_batch_size="
-            f"{total_batch_size} ({batch_size}) or system.n_step={n_step}; raise system.total_buffer_size to at least "
-            f"{max(batch_size, n_step * budget.num_envs) * slots}."
+            f"{total_batch_size} ({batch_size}) or {length_key}={length}; raise system.total_buffer_size to at least "
+            f"{max(batch_size, length * budget.num_envs) * slots}."
         )
-    if max(warmup, budget.rollout_length) < n_step and warmup + budget.rollout_length < n_step:
-        raise ConfigError(
-            f"system.n_step={n_step} is longer than system.warmup_rollout_length + system.rollout_length "
-            f"= {warmup + budget.rollout_length}: no full n-step sequence exists when learning starts."
-        )
+    if warmup + budget.rollout_length < length:
+        raise ConfigError(config_schema.first_rollout_too_short(length_key, length, warmup, budget.rollout_length))
     kwargs = dict(
         add_batch_size=budget.num_envs,
         sample_batch_size=batch_size,
-        sample_sequence_length=n_step,
+        sample_sequence_length=length,
         period=1,
-        min_length_time_axis=n_step,
+        min_length_time_axis=length,
         max_length_time_axis=per_env_length,
     )
     if prioritized:
@@ -82,7 +110,7 @@ def make_buffer(system_config: DictConfig, budget: Budget, prioritized: bool = F
 
 def add_rollout(buffer, buffer_state, time_major: Transition):
     """Add a (T, num_envs, ...) rollout; flashbax wants (num_envs, T, ...)."""
-    return buffer.add(buffer_state, jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), time_major))
+    return buffer.add(buffer_state, _swap_time_and_batch(time_major))
 
 
 def n_step_transition(sequence: Transition, gamma: float) -> Transition:
@@ -109,3 +137,12 @@ def n_step_transition(sequence: Transition, gamma: float) -> Transition:
         last=take(last),
         next_observation=jax.tree_util.tree_map(take, sequence.next_observation),
     )
+
+
+def time_major(sequence: Transition) -> Transition:
+    """Sampled sequences (B, L, ...) as time-major ones (L, B, ...), the house layout of trajectories."""
+    return _swap_time_and_batch(sequence)
+
+
+def _swap_time_and_batch(tree):
+    return jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), tree)

@@ -185,14 +185,33 @@ class OnPolicyBatchesBlock:
 
 @dataclass
 class ReplayBlock:
-    """The replay buffer: what fills it, its size, how batches are drawn from it."""
+    """The replay buffer: what fills it, its size, how many batches are drawn from it and how large."""
 
     warmup_rollout_length: int = key(integer("[0, inf)", "env steps per env filling the buffer before learning"))
     gradient_steps_per_update: int = key(integer(POSITIVE_INT, "gradient steps on sampled batches per update"))
-    total_batch_size: int = key(integer(POSITIVE_INT, "transitions sampled per gradient step, over all devices "
-                                                      "and slots"))
+    total_batch_size: int = key(integer(POSITIVE_INT, "items sampled per gradient step (n-step transitions, or "
+                                                      "sequences), over all devices and slots"))
     total_buffer_size: int = key(integer(POSITIVE_INT, "replay capacity in transitions, over all devices and slots"))
+
+
+@dataclass
+class NStepReturnsBlock:
+    """Replayed sequences of n_step steps, each collapsed into one n-step transition (replay.n_step_batches)."""
+
     n_step: int = key(integer(POSITIVE_INT, "steps summed into each return before bootstrapping"))
+
+
+@dataclass
+class SequenceReplayBlock:
+    """Replayed sequences kept whole, for multi-step estimators over them (replay.sequence_batches)."""
+
+    sequence_length: int = key(integer(POSITIVE_INT, "consecutive stored steps in each sampled sequence"))
+
+
+@dataclass
+class PrioritizedReplayBlock:
+    """Sampling by priority, with importance weights that undo its bias."""
+
     prioritized_replay: bool = key(flag("sample transitions by priority"))
     priority_exponent: float = key(real("[0, 1]", "the priority exponent: 0 samples uniformly"))
     importance_sampling_exponent: float = key(real("[0, 1]", "the importance-sampling exponent: 1 corrects fully"))
@@ -254,13 +273,18 @@ class QLearningRate:
 # ---------------------------------------------------------------------------------------------------- systems
 # Bases are listed last-to-first in field order; every system starts with SystemBlock's keys.
 
+# PPO's GAE(λ) advantages and AWR's TD(λ) ones, G^λ − V(s), are one estimator: one λ, one name.
+GAE_LAMBDA = real("[0, 1]", "the lambda of GAE / TD(lambda) returns: 0 one-step TD, 1 Monte-Carlo")
+STANDARDIZE_ADVANTAGES = flag("standardise advantages over each minibatch (off-policy: each sampled batch)")
+
+
 @dataclass
 class PPOSchema(CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
-    gae_lambda: float = key(real("[0, 1]", "GAE's lambda: 0 one-step TD, 1 Monte-Carlo"))
+    gae_lambda: float = key(GAE_LAMBDA)
     clip_eps: float = key(real("(0, inf)", "PPO's clipping range of the probability ratio and the value"))
     ent_coef: float = key(real("[0, inf)", "the weight of the entropy bonus"))
     vf_coef: float = key(real("(0, inf)", "the weight of the value loss: 0 would never train the critic"))
-    standardize_advantages: bool = key(flag("standardise advantages per minibatch"))
+    standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
 
 
 @dataclass
@@ -270,7 +294,8 @@ class PQNSchema(EpsilonGreedyBlock, QLearningRate, OnPolicyBatchesBlock, SystemB
 
 
 @dataclass
-class QLearningSchema(TargetNetworkBlock, EpsilonGreedyBlock, QLearningRate, ReplayBlock, SystemBlock):
+class QLearningSchema(TargetNetworkBlock, EpsilonGreedyBlock, QLearningRate, PrioritizedReplayBlock, NStepReturnsBlock,
+                      ReplayBlock, SystemBlock):
     """What the replay-based Q-learning systems share (config/system/shared/q_learning.yaml)."""
 
     td_target: str = key(choice(TD_TARGETS, "the regression target"))
@@ -304,15 +329,16 @@ NUM_CRITICS = integer(POSITIVE_INT, "Q-networks whose minimum is the target")
 
 
 @dataclass
-class SACSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, ReplayBlock, SystemBlock):
+class SACSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, PrioritizedReplayBlock, NStepReturnsBlock,
+                ReplayBlock, SystemBlock):
     num_critics: int = key(NUM_CRITICS)
     alpha_lr: float = key(real("(0, inf)", "SAC's entropy temperature's " + LEARNING_RATE))
     init_alpha: float = key(real("(0, inf)", "SAC's initial entropy temperature, whose log is learnt"))
 
 
 @dataclass
-class D4PGSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, DeterministicPolicyBlock, ReplayBlock,
-                 SystemBlock):
+class D4PGSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, DeterministicPolicyBlock, PrioritizedReplayBlock,
+                 NStepReturnsBlock, ReplayBlock, SystemBlock):
     pass
 
 
@@ -321,12 +347,22 @@ class TD3Schema(D4PGSchema):
     num_critics: int = key(NUM_CRITICS)
 
 
+@dataclass
+class AWRSchema(CriticLearningRate, ActorLearningRate, SequenceReplayBlock, ReplayBlock, SystemBlock):
+    gae_lambda: float = key(GAE_LAMBDA)
+    advantage_temperature: float = key(real("(0, inf)", "AWR's beta: replayed actions are weighted by "
+                                                        "exp(advantage / beta)"))
+    max_advantage_weight: float = key(real("(0, inf)", "AWR's w_max: the clip of every action's weight"))
+    standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
+
+
 # system_name -> its schema (DDPG is TD3's learner with other values)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "ppo": PPOSchema, "pqn": PQNSchema,
     "dqn": DQNSchema, "ddqn": DQNSchema, "dqn_reg": DQNSchema, "mdqn": MDQNSchema,
     "c51": C51Schema, "rainbow": C51Schema, "qr_dqn": QRDQNSchema,
     "sac": SACSchema, "td3": TD3Schema, "ddpg": TD3Schema, "d4pg": D4PGSchema,
+    "awr": AWRSchema,
 }
 
 

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_population_learns
+from conftest import TINY_OFF_POLICY_BRAX_RUN, assert_population_learns
 
 from stoix_like import replay
 from stoix_like.envs.environment import ContinuousActionSpace
@@ -202,7 +202,7 @@ def test_replay_ratio_line(compose):
     config = compose("sac", ["arch.total_num_envs=16", "system.rollout_length=2", "system.gradient_steps_per_update=4",
                              "system.total_batch_size=256"])
     budget = experiment.make_budget(config)
-    line = off_policy.replay_ratio_line(config.system, budget)
+    line = off_policy.replay_ratio_line(config.system, budget, replay.n_step_batches(config.system))
     assert "4 gradient steps on 1024 sampled transitions per 32 env steps" in line
     assert "0.125 gradient steps and 32 sampled transitions per env step" in line
 
@@ -239,10 +239,7 @@ def test_d4pg_learns_pendulum(compose):
 # ----------------------------------------------------------------------------------------------------
 
 BRAX_SMOKE = [
-    "env=brax/ant", "env.max_episode_steps=16", "arch.total_num_envs=2", "arch.num_evaluation=1",
-    "arch.num_eval_episodes=2", "system.rollout_length=4", "system.warmup_rollout_length=0",  # one brax compile less
-    "arch.total_timesteps=16", "system.gradient_steps_per_update=1", "system.total_batch_size=8",
-    "system.total_buffer_size=64",
+    "env=brax/ant", *TINY_OFF_POLICY_BRAX_RUN, "system.total_batch_size=8",
     "network.actor_network.pre_torso.layer_sizes=[16]", "network.q_network.pre_torso.layer_sizes=[16]",
 ]
 

@@ -1,5 +1,5 @@
 """Replay (stoix_like.replay, systems/off_policy.py): the n-step view of sampled sequences, buffers that cannot
-work refused early, and prioritized replay's importance weights and priorities.
+work refused early, prioritized replay's importance weights and priorities, and whole sequences reaching a learner.
 
 Expected n-step numbers are worked out by hand in the comments.
 """
@@ -71,7 +71,7 @@ def test_one_step_transition_is_the_stored_step():
 def buffer_error(compose, overrides) -> str:
     config = compose("dqn", overrides)
     with pytest.raises(ConfigError) as error:
-        replay.make_buffer(config.system, experiment.make_budget(config))
+        replay.make_buffer(config.system, experiment.make_budget(config), replay.n_step_batches(config.system))
     message = str(error.value)
     assert "\n" not in message
     return message
@@ -93,7 +93,7 @@ def test_each_slot_samples_its_share_of_the_total_batch(compose, monkeypatch):
     built = {}
     monkeypatch.setattr(replay.fbx, "make_trajectory_buffer", lambda **kwargs: built.update(kwargs))
     config = compose("dqn", ["arch.update_batch_size=2", "system.total_batch_size=64"])
-    replay.make_buffer(config.system, experiment.make_budget(config))
+    replay.make_buffer(config.system, experiment.make_budget(config), replay.n_step_batches(config.system))
     assert built["sample_batch_size"] == 32
 
 
@@ -104,28 +104,34 @@ def test_n_step_longer_than_the_collected_rollout_is_refused(compose):
     assert "system.n_step=5" in message
 
 
+def random_act(params, observation, key, global_env_steps):
+    action = jax.random.randint(key, observation.action_mask.shape[:1], 0, 2)
+    return action, action
+
+
+def skeleton_alone(config, learn_from_batch, batches: replay.BatchView, prioritized: bool = False):
+    """The off-policy skeleton with random CartPole actions and a stand-in learner: (final state, LearnerOutput)."""
+    train_env, _ = envs_lib.make(config.env)
+    setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, experiment.make_budget(config),
+                                     params=(), opt_states=(), act=random_act, learn_from_batch=learn_from_batch,
+                                     batches=batches, eval_policy=None, eval_params=None, prioritized=prioritized)
+    return parallel.distribute(setup.learner_fn)(setup.learner_state)
+
+
 def test_prioritized_replay_weights_its_samples_and_takes_the_learners_priorities(compose):
     # the off-policy skeleton alone, with a stand-in learner whose priority for a transition is 1 + |cart
     # position|: different transitions get different priorities, so importance weights must differ too
     config = compose("rainbow", ["arch.total_num_envs=2", "arch.num_evaluation=1", "arch.total_timesteps=40",
                                  "system.rollout_length=4", "system.warmup_rollout_length=8", "system.gradient_steps_per_update=2",
                                  "system.total_batch_size=8", "system.total_buffer_size=64"])
-    budget = experiment.make_budget(config)  # 8 warm-up steps × 2 envs, then 3 updates × 4 steps × 2 envs
-    train_env, _ = envs_lib.make(config.env)
-
-    def act(params, observation, key, global_env_steps):
-        action = jax.random.randint(key, observation.action_mask.shape[:1], 0, 2)
-        return action, action
+    # 8 warm-up steps × 2 envs, then 3 updates × 4 steps × 2 envs
 
     def learn_from_batch(params, opt_states, batch, weights, key, update_count):
         priorities = 1.0 + jnp.abs(batch.observation.agent_view[:, 0])
         return off_policy.BatchUpdate(params, opt_states, {"max_weight": jnp.max(weights),
                                                            "min_weight": jnp.min(weights)}, priorities)
 
-    setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, budget, params=(), opt_states=(),
-                                     act=act, learn_from_batch=learn_from_batch, eval_policy=None,
-                                     eval_params=None, prioritized=True)
-    state, outputs = parallel.distribute(setup.learner_fn)(setup.learner_state)
+    state, outputs = skeleton_alone(config, learn_from_batch, replay.n_step_batches(config.system), prioritized=True)
     assert isinstance(outputs, LearnerOutput)
     metrics = jax.device_get(outputs.train_metrics)
     # importance weights are normalised by their batch maximum; once the learner's priorities are in, they differ
@@ -136,3 +142,30 @@ def test_prioritized_replay_weights_its_samples_and_takes_the_learners_prioritie
     stored = np.asarray(sum_tree.get(tree, jnp.arange(tree.capacity)))
     # new items enter with the largest priority seen so far; sampled ones now carry the learner's own
     assert len(np.unique(stored[stored > 0])) > 1
+
+
+def test_sequence_batches_reach_the_learner_as_consecutive_time_major_steps(compose):
+    # the skeleton with sequence batches and a stand-in learner that measures what it is given: sequences of 5
+    # consecutive steps of one env, where each step's successor is the next step's observation unless it ended there
+    config = compose("awr", ["arch.total_num_envs=2", "arch.num_evaluation=1", "arch.total_timesteps=56",
+                             "system.rollout_length=4", "system.warmup_rollout_length=24",
+                             "system.gradient_steps_per_update=3", "system.total_batch_size=8",
+                             "system.sequence_length=5", "system.total_buffer_size=64"])
+    # 24 warm-up steps × 2 envs, then 4 updates × 4 steps × 2 envs
+
+    def learn_from_batch(params, opt_states, batch, weights, key, update_count):
+        assert batch.reward.shape == (5, 8) and weights.shape == (8,)  # time-major (L, B); one weight per sequence
+        view, next_view = batch.observation.agent_view, batch.next_observation.agent_view
+        continues = jnp.all(next_view[:-1] == view[1:], axis=-1)
+        steps_on = batch.observation.step_count[1:] == batch.observation.step_count[:-1] + 1
+        ended = batch.last[:-1]
+        metrics = {"successor_is_next_step": jnp.mean(jnp.where(ended, True, continues & steps_on)),
+                   "restarts_after_an_end": jnp.mean(jnp.where(ended, batch.observation.step_count[1:] == 0, True)),
+                   "episode_ends": jnp.sum(ended)}
+        return off_policy.BatchUpdate(params, opt_states, metrics, jnp.zeros(8))
+
+    _, outputs = skeleton_alone(config, learn_from_batch, replay.sequence_batches(config.system))
+    metrics = jax.device_get(outputs.train_metrics)
+    np.testing.assert_array_equal(metrics["successor_is_next_step"], 1.0)
+    np.testing.assert_array_equal(metrics["restarts_after_an_end"], 1.0)
+    assert metrics["episode_ends"].sum() > 0  # random CartPole episodes end within the sampled windows

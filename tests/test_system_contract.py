@@ -38,7 +38,7 @@ def test_get_learner_fn_means_one_thing_everywhere(module_name):
 
 def test_off_policy_warm_up_and_batch_steps_have_their_own_names():
     assert typing.get_type_hints(off_policy.get_warmup_fn)["return"] is not system_contract.Learner
-    for module_name in ("actor_critic.td3", "actor_critic.d4pg", "actor_critic.sac"):
+    for module_name in ("actor_critic.td3", "actor_critic.d4pg", "actor_critic.sac", "actor_critic.awr"):
         module = __import__(f"stoix_like.systems.{module_name}", fromlist=["_"])
         assert typing.get_type_hints(module.get_learn_from_batch)["return"] is off_policy.LearnFromBatch
 

@@ -28,8 +28,10 @@ BLOCKS = {
     "discount": {"gamma"},
     "observation normalization": {"normalize_observations"},
     "on-policy batches": {"epochs", "num_minibatches"},
-    "replay": {"warmup_rollout_length", "gradient_steps_per_update", "total_batch_size", "total_buffer_size",
-               "n_step", "prioritized_replay", "priority_exponent", "importance_sampling_exponent"},
+    "replay": {"warmup_rollout_length", "gradient_steps_per_update", "total_batch_size", "total_buffer_size"},
+    "n-step returns": {"n_step"},
+    "sequence replay": {"sequence_length"},
+    "prioritized replay": {"prioritized_replay", "priority_exponent", "importance_sampling_exponent"},
     "epsilon-greedy exploration": {"epsilon_start", "epsilon_end", "epsilon_decay_fraction"},
     "target network": {"tau", "target_update_period"},
     "deterministic policy": {"policy_frequency", "target_policy_noise", "target_noise_clip", "exploration_noise"},
@@ -43,7 +45,7 @@ LEARNING_RATES = {"actor_lr": "actor_network", "critic_lr": "critic_network", "q
 # Keys of one system or a few, outside any block.
 OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regularization_weight", "num_critics",
             "init_alpha", "reward_scale", "q_lambda", "gae_lambda", "clip_eps", "ent_coef", "vf_coef",
-            "standardize_advantages"}
+            "standardize_advantages", "advantage_temperature", "max_advantage_weight"}
 VOCABULARY = set().union(*BLOCKS.values(), LEARNING_RATES, OWN_KEYS)
 BRITISH = re.compile(r"(prioritis|regularis|normalis|standardis|optimis|parameteris)")
 
@@ -133,7 +135,10 @@ def test_each_system_config_has_exactly_the_keys_of_its_schema(configs):
 
 def test_the_blocks_here_are_the_schema_blocks():
     """The vocabulary this test checks and the schema's blocks are the same sets of names."""
-    block_classes = {"replay": schemas.ReplayBlock, "epsilon-greedy exploration": schemas.EpsilonGreedyBlock,
+    block_classes = {"replay": schemas.ReplayBlock, "n-step returns": schemas.NStepReturnsBlock,
+                     "sequence replay": schemas.SequenceReplayBlock,
+                     "prioritized replay": schemas.PrioritizedReplayBlock,
+                     "epsilon-greedy exploration": schemas.EpsilonGreedyBlock,
                      "target network": schemas.TargetNetworkBlock, "on-policy batches": schemas.OnPolicyBatchesBlock,
                      "deterministic policy": schemas.DeterministicPolicyBlock, "munchausen": schemas.MunchausenBlock}
     for block, schema in block_classes.items():

@@ -2,7 +2,7 @@
 
 Batch-major: axis 0 is the batch B; A is the number of discrete actions, N / M numbers of atoms or
 quantiles. Per-example losses return `[B]` so the caller chooses the reduction (mean, importance
-weights); the PPO and SAC-temperature losses return the scalar mean they are always used as.
+weights); the PPO, AWR and SAC-temperature losses return the scalar mean they are always used as.
 
 Targets are wrapped in `stop_gradient`: gradients flow only through the "online" inputs
 (`q_tm1`, `logits_tm1`, `quantiles_tm1`, `log_prob`, `values`, `log_alpha`).
@@ -109,6 +109,47 @@ def clipped_value_loss(values: Array, old_values: Array, targets: Array, clip_ep
     squared_error = jnp.square(values - targets)
     squared_error_clipped = jnp.square(values_clipped - targets)
     return 0.5 * jnp.mean(jnp.maximum(squared_error, squared_error_clipped))
+
+
+def advantage_weights(advantages: Array, temperature: Numeric, max_weight: Numeric, standardize: bool = False
+                      ) -> Array:
+    """AWR's weights of replayed actions (Peng et al., 2019): w = min(exp(A / temperature), max_weight).
+
+    With `standardize`, A is first standardised over the batch, (A - mean) / (std + 1e-5), as the paper's code
+    does: the temperature then reads in standard deviations of the advantage, whatever the reward scale.
+
+    Args:
+      advantages: `[B]` advantage estimates of the replayed actions.
+      temperature: beta > 0; smaller values weight the best actions more sharply.
+      max_weight: w_max > 0, the clip that keeps one large advantage from dominating the batch.
+      standardize: static bool.
+
+    Returns:
+      `[B]` weights in (0, max_weight], wrapped in `stop_gradient`.
+    """
+    chex.assert_rank(advantages, 1)
+    chex.assert_type(advantages, float)
+    if standardize:
+        advantages = (advantages - jnp.mean(advantages)) / (jnp.std(advantages) + 1e-5)
+    # clipping the exponent first keeps exp finite; min(exp(x), w) == exp(min(x, log w))
+    exponent = jnp.minimum(advantages / temperature, jnp.log(max_weight))
+    return jax.lax.stop_gradient(jnp.exp(exponent))
+
+
+def weighted_log_likelihood_loss(log_prob: Array, weights: Array) -> Array:
+    """AWR's policy loss: the negative weighted log-likelihood of the replayed actions, -mean(w * log pi(a|s)).
+
+    Args:
+      log_prob: `[B]` log pi(a|s) of the replayed actions under the current policy (differentiated).
+      weights: `[B]` per-action weights (`advantage_weights`; not differentiated).
+
+    Returns:
+      scalar loss.
+    """
+    chex.assert_rank([log_prob, weights], 1)
+    chex.assert_equal_shape([log_prob, weights])
+    chex.assert_type([log_prob, weights], float)
+    return -jnp.mean(jax.lax.stop_gradient(weights) * log_prob)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ A family folder holds its algorithms beside the one module they share:
   on_policy/     rollout.py (collect, minibatch, epochs) · ppo.py · pqn.py
   q_learning/    value_based.py (Q heads, ε-greedy, the learn step) · dqn.py · distributional_dqn.py
   actor_critic/  continuous_control.py · deterministic_policy_gradient.py · sac.py · td3.py (and ddpg) · d4pg.py
+                 · awr.py (discrete and continuous, on replayed sequences)
   off_policy.py  the replay-based skeleton that q_learning/ and actor_critic/ both build on
 
 `MODULE_OF` names, for each `config/<algo>.yaml`, the module whose `learner_setup` trains it: variants that are
@@ -21,6 +22,7 @@ MODULE_OF = {
     "c51": "q_learning.distributional_dqn", "qr_dqn": "q_learning.distributional_dqn",
     "rainbow": "q_learning.distributional_dqn",
     "sac": "actor_critic.sac", "td3": "actor_critic.td3", "ddpg": "actor_critic.td3", "d4pg": "actor_critic.d4pg",
+    "awr": "actor_critic.awr",
 }
 
 

@@ -1,9 +1,9 @@
 """The off-policy skeleton every replay-based system shares.
 
 One update: act for `rollout_length` steps into the replay buffer → `gradient_steps_per_update` gradient steps,
-each on a sampled batch of n-step transitions (`total_batch_size` over all devices and batch slots). An
-algorithm supplies only how to act (`ActFn`) and how to learn from a batch (`LearnFromBatch`);
-`get_learner_fn` builds the learner from them.
+each on a sampled batch (`total_batch_size` items over all devices and batch slots). An algorithm supplies how to
+act (`ActFn`), what its batches are (a `replay.BatchView`: n-step transitions, or whole time-major sequences) and
+how to learn from a batch (`LearnFromBatch`); `get_learner_fn` builds the learner from them.
 
 Warm-up steps (`get_warmup_fn`) fill the buffer before learning; they count in the step budget.
 """
@@ -39,7 +39,9 @@ class BatchUpdate(NamedTuple):
 
 
 class LearnFromBatch(Protocol):
-    """One gradient step (and target update) on a batch of n-step transitions, importance-weighted by `weights`."""
+    """One gradient step (and target update) on a batch, what the system's `replay.BatchView` made of the sampled
+    sequences (n-step transitions [B, ...], or time-major sequences [L, B, ...]); `weights` [B] importance-weight
+    the sampled items (all ones without prioritized replay)."""
 
     def __call__(self, params: Any, opt_states: Any, batch: replay.Transition, weights: jax.Array, key: jax.Array,
                  update_count: jax.Array, /) -> BatchUpdate: ...
@@ -84,16 +86,15 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: ActFn, config: DictConfig, 
 
 
 def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: LearnFromBatch, config: DictConfig,
-                   budget: Budget, prioritized: bool = False) -> Learner:
+                   budget: Budget, batches: replay.BatchView, prioritized: bool = False) -> Learner:
     """The learner, per device (vmapped over the update batch)."""
     system = config.system
-    gamma = float(system.gamma)
     rollout = make_rollout(env, buffer, act, config, budget)
 
     def learn_step(state: OffPolicyLearnerState, _: None):
         key, sample_key, learn_key = jax.random.split(state.key, 3)
         sample = buffer.sample(state.buffer_state, sample_key)
-        batch = replay.n_step_transition(sample.experience, gamma)
+        batch = batches.to_batch(sample.experience)
         batch = batch._replace(
             observation=normalization.normalize(state.obs_norm, batch.observation),
             next_observation=normalization.normalize(state.obs_norm, batch.next_observation),
@@ -104,7 +105,7 @@ def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: 
             weights = (1.0 / jnp.maximum(sample.probabilities, 1e-10)) ** float(system.importance_sampling_exponent)
             weights = weights / jnp.max(weights)
         else:
-            weights = jnp.ones_like(batch.reward)
+            weights = jnp.ones(sample.experience.reward.shape[:1], jnp.float32)  # one per sampled item
         update = learn_from_batch(state.params, state.opt_states, batch, weights, learn_key, state.update_count)
         if prioritized:
             buffer_state = buffer.set_priorities(buffer_state, sample.indices, update.priorities + 1e-6)
@@ -133,16 +134,17 @@ def get_warmup_fn(env: VmapWrapper, buffer: Any, act: ActFn, config: DictConfig,
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Any, opt_states: Any,
-                  act: ActFn, learn_from_batch: LearnFromBatch, eval_policy: EvalPolicy,
+                  act: ActFn, learn_from_batch: LearnFromBatch, batches: replay.BatchView, eval_policy: EvalPolicy,
                   eval_params: Callable[[OffPolicyLearnerState], Any], prioritized: bool = False
                   ) -> SystemSetup:
-    """Everything but the algorithm: buffer, env states, replication, warm-up."""
+    """Everything but the algorithm: buffer, env states, replication, warm-up. `batches` says what the learner's
+    batches are (`replay.n_step_batches(system)` or `replay.sequence_batches(system)`)."""
     system = config.system
     if int(system.gradient_steps_per_update) < 1:
         raise ConfigError(f"system.gradient_steps_per_update={system.gradient_steps_per_update} must be at least 1.")
+    buffer = replay.make_buffer(system, budget, batches, prioritized=prioritized)
     if parallel.is_main_process():
-        print(replay_ratio_line(system, budget), flush=True)
-    buffer = replay.make_buffer(system, budget, prioritized=prioritized)
+        print(replay_ratio_line(system, budget, batches), flush=True)
     batched_env = VmapWrapper(env)
     env_key, step_key = jax.random.split(key)
 
@@ -172,20 +174,24 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     if budget.warmup_rollout_length:
         warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
         learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
-    learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, prioritized)
+    learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, batches, prioritized)
     return SystemSetup(learner_fn=learner_fn, learner_state=learner_state, eval_policy=eval_policy,
                        eval_params=eval_params)
 
 
-def replay_ratio_line(system: DictConfig, budget: Budget) -> str:
+def replay_ratio_line(system: DictConfig, budget: Budget, batches: replay.BatchView) -> str:
     """How hard the replay is worked: gradient steps and sampled transitions per env step.
 
     Every (device, batch) slot samples its share of `total_batch_size`; their gradients are averaged into one step.
+    A batch of whole sequences counts each of their steps; an n-step transition counts once.
     """
     env_steps = budget.steps_per_update
     gradient_steps = int(system.gradient_steps_per_update)
-    sampled = gradient_steps * int(system.total_batch_size)
-    return (f"replay ratio: {gradient_steps} gradient steps on {sampled} sampled transitions per {env_steps} env "
-            f"steps (rollout {budget.rollout_length} × {budget.total_num_envs} envs) = "
+    sampled_items = gradient_steps * int(system.total_batch_size)
+    sampled = sampled_items * batches.steps_per_item
+    of_sequences = (f" ({sampled_items} sequences of {batches.sequence_length} steps)"
+                    if batches.steps_per_item > 1 else "")
+    return (f"replay ratio: {gradient_steps} gradient steps on {sampled} sampled transitions{of_sequences} per "
+            f"{env_steps} env steps (rollout {budget.rollout_length} × {budget.total_num_envs} envs) = "
             f"{gradient_steps / env_steps:.3g} gradient steps and {sampled / env_steps:.3g} sampled transitions per "
             f"env step")

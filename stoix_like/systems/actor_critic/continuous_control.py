@@ -5,6 +5,7 @@
 - Several critics are one ensemble: parameters stacked on a leading axis, applied with a vmap.
 - A scalar critic ensemble regresses on one target (`critic_regression_loss`); the target's min over critics
   is `ops.losses.clipped_double_q_target`.
+- `gradient_step` (apply one optimiser step) serves every actor-critic of the family, AWR's discrete head included.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import parallel, targets
+from stoix_like import parallel, replay, targets
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.evaluator import actor_policy
@@ -123,6 +123,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         opt_states=ActorCriticOptStates(actor_optimizer.init(actor_params), critic_optimizer.init(critic_params)),
         act=make_act(actor.apply, system, budget.warmup_steps),
         learn_from_batch=get_learn_from_batch(actor.apply, critics.apply, update_fns, config),
+        batches=replay.n_step_batches(system),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),  # mode == sample here
         eval_params=lambda slot: (slot.params.actor.online, slot.obs_norm),
         prioritized=bool(system.prioritized_replay),

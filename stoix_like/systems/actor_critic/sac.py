@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment, parallel, targets
+from stoix_like import experiment, parallel, replay, targets
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.evaluator import actor_policy
@@ -110,6 +110,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         act=make_act(actor.apply),
         learn_from_batch=get_learn_from_batch(actor.apply, critics.apply, update_fns, config,
                                         target_entropy=-float(action_space.action_dim)),
+        batches=replay.n_step_batches(system),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
         eval_params=lambda slot: (slot.params.actor, slot.obs_norm),
         prioritized=bool(system.prioritized_replay),

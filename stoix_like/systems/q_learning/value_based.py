@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import normalization, parallel, targets
+from stoix_like import normalization, parallel, replay, targets
 from stoix_like.compilation_cache import jitted_init
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
@@ -150,6 +150,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         params=OnlineAndTarget(online, online), opt_states=optimizer.init(online),
         act=make_act(apply, system, budget.total_timesteps),
         learn_from_batch=make_learn_from_batch(apply, optimizer.update, q_loss, system),
+        batches=replay.n_step_batches(system),
         eval_policy=greedy_policy(apply),
         eval_params=lambda slot: (slot.params.online, slot.obs_norm),
         prioritized=bool(system.prioritized_replay),
