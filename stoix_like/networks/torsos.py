@@ -36,3 +36,30 @@ class MLPTorso(nn.Module):
                 x = nn.LayerNorm()(x)
             x = act(x)
         return x
+
+
+class CNNTorso(nn.Module):
+    """Convolutions over a (height, width, channels) observation (`env.observation_layout=image`), then dense
+    layers. Leading axes are batch axes, however many (a rollout's (T, envs) included). Orthogonal(√2) init, as
+    the MLP's; "SAME" padding, so MinAtar's 10×10 and MiniGrid's 7×7 grids keep their size at stride 1."""
+
+    channels: Sequence[int]
+    kernel_sizes: Sequence[int]
+    strides: Sequence[int]
+    layer_sizes: Sequence[int]
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        if x.ndim < 3:
+            raise ValueError(f"CNNTorso reads (..., height, width, channels) observations, got shape {x.shape}: "
+                             "set env.observation_layout=image")
+        act = activation_by_name(self.activation)
+        batch_shape = x.shape[:-3]
+        x = x.reshape((-1,) + x.shape[-3:])
+        for channels, kernel_size, stride in zip(self.channels, self.kernel_sizes, self.strides, strict=True):
+            x = nn.Conv(channels, (kernel_size, kernel_size), strides=(stride, stride), padding="SAME",
+                        kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)), bias_init=nn.initializers.zeros)(x)
+            x = act(x)
+        x = x.reshape(batch_shape + (-1,))
+        return MLPTorso(self.layer_sizes, self.activation)(x)
