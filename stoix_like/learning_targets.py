@@ -27,8 +27,9 @@ class LearningTarget(NamedTuple):
     solved_return: float  # a seed at or above this counts as solved in reports
 
 
-# A uniformly random policy's mean return on MinAtar Breakout (gymnax), measured by benchmarks/suites_learning.py
-RANDOM_BREAKOUT_RETURN = 0.5
+# A uniformly random policy's mean return on MinAtar Breakout (gymnax): 0.438 ± 0.043 (95%) over 1,000 episodes,
+# `python benchmarks/suites_learning.py random-breakout`.
+RANDOM_BREAKOUT_RETURN = 0.44
 
 CARTPOLE_VALUE_BASED = LearningTarget("gymnax/cartpole", iqm_at_least=475.0, seed_floor=400.0,
                                       max_seeds_below_floor=1, solved_return=475.0)
