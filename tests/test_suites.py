@@ -159,7 +159,7 @@ def test_craftax_truncates_at_its_time_limit_and_terminates_on_death_with_achiev
     train_env, _ = shipped_env("craftax/classic_symbolic", ["env.max_episode_steps=3"])
 
     def kill_first_env(state):
-        craftax_state = state.env_state.env_state.env_state  # AutoReset → EpisodeMetrics → CraftaxState
+        craftax_state = state.env_state.env_state  # AutoResetState → EpisodeMetricsState → CraftaxState
         health = craftax_state.env_state.player_health.at[0].set(0)
         craftax_state = craftax_state._replace(env_state=craftax_state.env_state.replace(player_health=health))
         return state._replace(env_state=state.env_state._replace(env_state=craftax_state))
