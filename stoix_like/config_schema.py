@@ -31,7 +31,8 @@ from omegaconf import DictConfig, OmegaConf
 from stoix_like import schemas
 from stoix_like.config_spec import (  # noqa: F401 (the enumerations are read from here too)
     ACTIVATIONS, BRAX_BACKENDS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, MUNCHAUSEN_KEYS,
-    NEPTUNE_MODES, POSITIVE_INT, SAVED_PARAMS, TD_TARGETS, Spec, _is_whole_float, choice, flag, int_list, integer, real)
+    NEPTUNE_MODES, OBSERVATION_LAYOUTS, PLAYGROUND_IMPLS, POSITIVE_INT, SAVED_PARAMS, TD_TARGETS, Spec,
+    _is_whole_float, choice, flag, int_list, integer, real)
 from stoix_like.errors import ConfigError
 
 SPECS: Dict[str, Spec] = {
@@ -46,7 +47,11 @@ SPECS: Dict[str, Spec] = {
     "network.*.*.num_quantiles": integer(POSITIVE_INT, "the return quantiles per action"),
     "network.*.*.dueling": flag("separate value and advantage streams"),
     "network.*.*.noisy": flag("noisy layers in the head"),
+    "network.*.pre_torso.channels": int_list(POSITIVE_INT, "the convolutions' output channels, one per conv layer"),
+    "network.*.pre_torso.kernel_sizes": int_list(POSITIVE_INT, "the convolutions' square kernel sizes"),
+    "network.*.pre_torso.strides": int_list(POSITIVE_INT, "the convolutions' strides"),
     "env.kwargs.backend": choice(BRAX_BACKENDS, "brax's physics pipeline"),
+    "env.kwargs.impl": choice(PLAYGROUND_IMPLS, "MuJoCo Playground's MJX backend"),
 }
 
 SPECS.update(schemas.specs())
@@ -55,6 +60,8 @@ SPECS.update(schemas.specs())
 # them reports a bad one itself (an unknown scenario, a missing checkpoint).
 FREE_FORM: Dict[str, str] = {
     "network.*.*._target_": "the module a network part is built by",
+    "env.kwargs.ruleset_goal": "an XLand goal built locally: 'GOAL TILE COLOUR', e.g. 'agent_near ball red'",
+    "env.kwargs.ruleset_objects": "further XLand objects placed at reset: ['TILE COLOUR', ...]",
     **schemas.free_form(),
 }
 
@@ -278,9 +285,35 @@ def _replayed_sequences_fit_the_first_rollout(values: Mapping[str, Any]) -> Opti
     return None
 
 
+CNN_TORSO = "stoix_like.networks.torsos.CNNTorso"
+
+
+def _torsos_read_the_observation_layout(values: Mapping[str, Any]) -> Optional[str]:
+    layout = values.get("env.observation_layout")
+    if layout is None:
+        return None
+    for key, target in values.items():
+        if not (key.startswith("network.") and key.endswith(".pre_torso._target_")):
+            continue
+        is_cnn = target == CNN_TORSO
+        if is_cnn and layout != "image":
+            return (f"{key}={target} reads (height, width, channels) grids, but env.observation_layout={layout}: "
+                    "set env.observation_layout=image (the suite must observe a grid).")
+        if not is_cnn and layout == "image":
+            return (f"env.observation_layout=image keeps grid observations, which {key}={target} does not read: "
+                    "choose a CNN network (network=cnn_ppo) or env.observation_layout=flat.")
+        head = key[: -len("._target_")]
+        lengths = {name: len(values[f"{head}.{name}"]) for name in ("channels", "kernel_sizes", "strides")
+                   if is_cnn and isinstance(values.get(f"{head}.{name}"), (list, tuple))}
+        if len(set(lengths.values())) > 1:
+            return (f"{head}: channels, kernel_sizes and strides describe one conv layer each, so their lengths must "
+                    f"agree; they are {', '.join(f'{name} {n}' for name, n in lengths.items())}.")
+    return None
+
+
 CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, Any]], Optional[str]], ...] = (
     _buffer_holds_a_batch, _epsilon_decays, _supports_are_intervals, _process_id_in_range,
-    _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout)
+    _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _torsos_read_the_observation_layout)
 
 
 def problems(config: Any) -> List[str]:

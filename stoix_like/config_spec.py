@@ -121,7 +121,10 @@ TD_TARGETS = ("q_learning", "double_q_learning", "munchausen")  # systems/q_lear
 DISTRIBUTIONAL_TD_TARGETS = ("q_learning", "double_q_learning")  # systems/q_learning/distributional_dqn.py
 DISTRIBUTIONS = ("categorical", "quantile")  # systems/q_learning/distributional_dqn.py DISTRIBUTIONS
 ACTIVATIONS = ("elu", "gelu", "relu", "silu", "tanh")  # networks/torsos.py
-ENV_SUITES = ("gymnax", "brax", "jumanji")  # envs/factory.py AVAILABLE_SUITES
+ENV_SUITES = ("gymnax", "brax", "jumanji", "navix", "xminigrid", "craftax", "pgx",
+              "playground")  # envs/factory.py AVAILABLE_SUITES
+OBSERVATION_LAYOUTS = ("flat", "image")  # envs/environment.py OBSERVATION_LAYOUTS
+PLAYGROUND_IMPLS = ("jax", "warp")  # MuJoCo Playground's `impl`: its MJX backend
 BRAX_BACKENDS = ("spring", "generalized", "positional", "mjx")
 EVAL_METRICS = ("episode_return", "episode_length")  # what the evaluator measures per episode
 NEPTUNE_MODES = ("async", "sync", "offline", "debug", "read-only")  # logging.py NEPTUNE_MODES

@@ -14,20 +14,27 @@ import numpy as np
 
 from stoix_like import parallel
 from stoix_like.envs.environment import Environment
-from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.envs.wrappers import STANDARD_EPISODE_METRICS, VmapWrapper
 from stoix_like.types import Observation
 
 # Whatever a system's eval policy acts from, e.g. (actor params, observation statistics); it is the system's choice.
 EvalParams = Any
 # policy(eval_params, observation, key) -> env action, for a batch of observations
 EvalPolicy = Callable[[EvalParams, Observation, jax.Array], jax.Array]
-# evaluate(eval_params, key) -> per-episode numpy arrays by statistic name ("episode_return", "episode_length")
+# evaluate(eval_params, key) -> per-episode numpy arrays by statistic name ("episode_return", "episode_length",
+# and a suite's own episode measures, e.g. Craftax's achievements)
 Evaluate = Callable[[EvalParams, jax.Array], Dict[str, np.ndarray]]
 
 
 class EpisodeStatistics(NamedTuple):
     episode_return: jax.Array
     episode_length: jax.Array
+    suite_metrics: Dict[str, jax.Array]  # each as the episode's LAST step left it (envs/wrappers.with_suite_metrics)
+
+
+def _suite_metrics(timestep) -> Dict[str, jax.Array]:
+    metrics = timestep.extras.get("episode_metrics", {})
+    return {name: value for name, value in metrics.items() if name not in STANDARD_EPISODE_METRICS}
 
 
 def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int) -> Evaluate:
@@ -42,23 +49,25 @@ def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int)
         env_state, timestep = batched_env.reset(jax.random.split(reset_key, per_device))
 
         def not_finished(carry):
-            _, _, done, _, _, t = carry
+            done, t = carry[2], carry[-1]
             return jnp.logical_and(~jnp.all(done), t < max_steps)
 
         def one_step(carry):
-            env_state, timestep, done, returns, lengths, t = carry
+            env_state, timestep, done, returns, lengths, suite_metrics, t = carry
             action = policy(eval_params, timestep.observation, jax.random.fold_in(policy_key, t))
             env_state, timestep = batched_env.step(env_state, action)
             # an episode's totals freeze at its first LAST step; later steps of that env are discarded
             returns = returns + jnp.where(done, 0.0, timestep.reward)
             lengths = lengths + jnp.where(done, 0, 1)
+            suite_metrics = jax.tree_util.tree_map(lambda kept, now: jnp.where(done, kept, now), suite_metrics,
+                                                   _suite_metrics(timestep))
             done = done | timestep.last()
-            return env_state, timestep, done, returns, lengths, t + 1
+            return env_state, timestep, done, returns, lengths, suite_metrics, t + 1
 
         init = (env_state, timestep, jnp.zeros(per_device, bool), jnp.zeros(per_device, jnp.float32),
-                jnp.zeros(per_device, jnp.int32), jnp.zeros((), jnp.int32))
-        *_, returns, lengths, _ = jax.lax.while_loop(not_finished, one_step, init)
-        return EpisodeStatistics(returns, lengths)
+                jnp.zeros(per_device, jnp.int32), _suite_metrics(timestep), jnp.zeros((), jnp.int32))
+        _, _, _, returns, lengths, suite_metrics, _ = jax.lax.while_loop(not_finished, one_step, init)
+        return EpisodeStatistics(returns, lengths, suite_metrics)
 
     run_on_devices = jax.pmap(run_episodes, axis_name=parallel.DEVICE_AXIS)
 
@@ -66,7 +75,9 @@ def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int)
         replicated = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (n_local,) + jnp.shape(x)), eval_params)
         keys = jax.random.split(key, n_local)
         stats = jax.device_get(run_on_devices(replicated, keys))
-        return {name: np.asarray(value).reshape(-1)[:num_episodes] for name, value in stats._asdict().items()}
+        per_episode = {"episode_return": stats.episode_return, "episode_length": stats.episode_length,
+                       **stats.suite_metrics}
+        return {name: np.asarray(value).reshape(-1)[:num_episodes] for name, value in per_episode.items()}
 
     return evaluate
 

@@ -27,6 +27,10 @@ class LearningTarget(NamedTuple):
     solved_return: float  # a seed at or above this counts as solved in reports
 
 
+# A uniformly random policy's mean return on MinAtar Breakout (gymnax): 0.438 ± 0.043 (95%) over 1,000 episodes,
+# `python benchmarks/suites_learning.py random-breakout`.
+RANDOM_BREAKOUT_RETURN = 0.44
+
 CARTPOLE_VALUE_BASED = LearningTarget("gymnax/cartpole", iqm_at_least=475.0, seed_floor=400.0,
                                       max_seeds_below_floor=1, solved_return=475.0)
 PENDULUM_CONTINUOUS = LearningTarget("gymnax/pendulum", iqm_at_least=-200.0, seed_floor=-250.0,
@@ -39,7 +43,14 @@ TARGETS: Dict[str, Tuple[LearningTarget, ...]] = {
     # PPO's default must solve every seed (≥ 475) with an IQM of 490; the suite allows one seed of slack
     # below the solved line, since a shifted population on another CPU is a population nobody tuned on.
     "ppo": (LearningTarget("gymnax/cartpole", iqm_at_least=490.0, seed_floor=475.0, max_seeds_below_floor=1,
-                           solved_return=475.0),),
+                           solved_return=475.0),
+            # navix's return is 1 at the goal and 0 otherwise, so the eval return is the success rate (issue 14)
+            LearningTarget("navix/empty_8x8", iqm_at_least=0.9, seed_floor=0.9, max_seeds_below_floor=1,
+                           solved_return=0.9),
+            # 5× a uniformly random policy's return (RANDOM_BREAKOUT_RETURN, benchmarks/suites_learning.py)
+            LearningTarget("gymnax/breakout", iqm_at_least=5 * RANDOM_BREAKOUT_RETURN,
+                           seed_floor=5 * RANDOM_BREAKOUT_RETURN, max_seeds_below_floor=1,
+                           solved_return=5 * RANDOM_BREAKOUT_RETURN)),
     "pqn": (CARTPOLE_VALUE_BASED,),
     "dqn": (CARTPOLE_VALUE_BASED,),
     "ddqn": (CARTPOLE_VALUE_BASED,),

@@ -19,8 +19,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Type
 
-from stoix_like.config_spec import (DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, NEPTUNE_MODES, POSITIVE_INT,
-                                    SAVED_PARAMS, TD_TARGETS, WANDB_MODES, Spec, choice, flag, integer, real)
+from stoix_like.config_spec import (DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, NEPTUNE_MODES, OBSERVATION_LAYOUTS,
+                                    POSITIVE_INT, SAVED_PARAMS, TD_TARGETS, WANDB_MODES, Spec, choice, flag, integer,
+                                    real)
 
 REQUIRED = "???"  # OmegaConf's MISSING: the value comes from the YAML
 
@@ -87,6 +88,9 @@ class EnvSchema:
     kwargs: Dict[str, Any] = field(default_factory=dict)
     max_episode_steps: Optional[int] = key(integer(
         POSITIVE_INT, "the time limit in steps, a truncation; null: the suite's own", nullable=True))
+    observation_layout: str = key(choice(OBSERVATION_LAYOUTS, "flat: the observation as one vector (an MLP torso); "
+                                                              "image: a (height, width, channels) grid kept for a "
+                                                              "CNN torso"))
     eval_metric: str = key(choice(EVAL_METRICS, "the evaluation metric"))
     solved_return: Optional[float] = key(real("(-inf, inf)", "the return that counts as solved; null: none",
                                               nullable=True))

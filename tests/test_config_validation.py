@@ -34,7 +34,10 @@ def shipped(tmp_path_factory):
     configs = [(name, compose(name)) for name in ALGORITHMS]
     configs.append(("evaluate", compose_config("evaluate", EVALUATE)))  # no logger group: no base_exp_path
     configs += [(f"ppo env={env}", compose("ppo", [f"env={env}"])) for env in available_options("env")]
-    configs += [(f"ppo network={network}", compose("ppo", [f"network={network}"]))
+    # a CNN reads grids: it is paired with an env that keeps its observations as images
+    image_env = ["env=gymnax/breakout", "env.observation_layout=image"]
+    configs += [(f"ppo network={network}", compose("ppo", [f"network={network}",
+                                                           *(image_env if network.startswith("cnn") else [])]))
                 for network in available_options("network")]
     # a Q-function is a q_network in these systems (PPO's critic_network is a state value): give them one
     q_networks = {"sac": "mlp_sac", "td3": "mlp_td3", "ddpg": "mlp_td3", "d4pg": "mlp_d4pg"}
@@ -84,7 +87,7 @@ def test_no_row_of_the_table_is_stale(shipped):
 
 def test_enumerations_are_the_code_s_own_choices():
     from stoix_like import logging as logging_lib
-    from stoix_like.envs import factory
+    from stoix_like.envs import environment, factory
     from stoix_like.networks import torsos
     from stoix_like.systems.q_learning import distributional_dqn, dqn
 
@@ -93,6 +96,7 @@ def test_enumerations_are_the_code_s_own_choices():
     assert set(config_schema.DISTRIBUTIONS) == set(distributional_dqn.DISTRIBUTIONS)
     assert set(config_schema.ACTIVATIONS) == set(torsos._ACTIVATIONS)
     assert set(config_schema.ENV_SUITES) == set(factory.AVAILABLE_SUITES)
+    assert set(config_schema.OBSERVATION_LAYOUTS) == set(environment.OBSERVATION_LAYOUTS)
     assert set(config_schema.NEPTUNE_MODES) == set(logging_lib.NEPTUNE_MODES)
     assert config_schema.MUNCHAUSEN_KEYS == dqn.EXTRA_KEYS["munchausen"][0]
 

@@ -346,10 +346,12 @@ def _registered_names(suite: str) -> set:
 def test_env_config_has_exact_keys_and_registered_name(path):
     config = yaml.safe_load(path.read_text())
     assert config.pop("defaults")[0] == "/schema/env@_here_"  # typed by stoix_like.schemas.EnvSchema
-    assert set(config) == {"suite", "scenario", "kwargs", "max_episode_steps", "eval_metric", "solved_return"}
+    assert set(config) == {"suite", "scenario", "kwargs", "max_episode_steps", "observation_layout", "eval_metric",
+                           "solved_return"}
     assert config["max_episode_steps"] is None or config["max_episode_steps"] >= 1
     assert config["suite"] == path.parent.name
-    assert config["scenario"]["name"] in _registered_names(config["suite"])
+    if config["suite"] in ("gymnax", "brax", "jumanji"):  # the optional suites' names: tests/test_suites.py
+        assert config["scenario"]["name"] in _registered_names(config["suite"])
     assert config["eval_metric"] == "episode_return"
     assert isinstance(config["kwargs"], dict)
 

@@ -33,13 +33,14 @@ class BraxAdapter(SuiteAdapter):
         name: a brax env name, e.g. "ant".
         max_episode_steps: the time limit; reaching it is a truncation (discount 1). None: 1000 (brax envs
             have no limit of their own; 1000 is what brax's training uses).
+        observation_layout: "flat" (brax observations are vectors).
         backend: the physics pipeline ("spring", "positional", "generalized", "mjx"); "spring" is the
             fastest on CPU.
         **env_kwargs: passed to `brax.envs.get_environment`.
     """
 
-    def __init__(self, name: str, max_episode_steps: Optional[int] = None, backend: str = "spring",
-                 **env_kwargs: Any):
+    def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
+                 backend: str = "spring", **env_kwargs: Any):
         from brax import envs as brax_envs  # lazily: importing stoix_like must not import brax
 
         available = _registered_brax_envs(brax_envs)
@@ -54,7 +55,7 @@ class BraxAdapter(SuiteAdapter):
         )
         # brax's observation_size runs an eager (unjitted) reset, ~8 s on CPU; tracing one is instant.
         obs = jax.eval_shape(self._env.reset, jax.random.PRNGKey(0)).obs
-        self._observation_shape = (int(np.prod(obs.shape)),)
+        self._set_observation_layout(observation_layout, tuple(obs.shape))
 
     def reset(self, key: PRNGKey) -> Tuple[BraxState, TimeStep]:
         env_state = self._env.reset(key)

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Tuple, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from stoix_like.errors import ConfigError
 from stoix_like.types import Array, EnvState, Observation, PRNGKey, TimeStep
+
+# env.observation_layout: "flat" ravels the suite's observation to a vector (an MLP torso's input); "image" keeps
+# a grid observation (height, width, channels) as it is, for a CNN torso (networks/torsos.py CNNTorso).
+OBSERVATION_LAYOUTS = ("flat", "image")
+
+
+def import_suite(module: str, suite: str) -> ModuleType:
+    """Imports an optional suite's package, or refuses in one line naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ConfigError(f"env suite {suite!r} needs its optional dependencies ({error.name or module} is not "
+                          f"installed): pip install -e \".[{suite}]\" (or \".[suites]\" for every suite).") from None
 
 
 @dataclass(frozen=True)
@@ -82,12 +98,13 @@ class Environment:
 
 class SuiteAdapter(Environment):
     """What every suite's adapter shares: action space, observation shape and time limit are fixed when it is
-    built (its `__init__` sets `_action_space`, `_observation_shape` and `_max_episode_steps`), and the
-    observation is the suite's, flattened to float32."""
+    built (its `__init__` sets `_action_space` and `_max_episode_steps`, and calls `_set_observation_layout`), and
+    the observation is the suite's as float32, flattened or kept as an image (`env.observation_layout`)."""
 
     _action_space: ActionSpace
     _observation_shape: Tuple[int, ...]
     _max_episode_steps: int
+    _keep_image: bool = False
 
     @property
     def action_space(self) -> ActionSpace:
@@ -101,13 +118,27 @@ class SuiteAdapter(Environment):
     def max_episode_steps(self) -> int:
         return self._max_episode_steps
 
+    def _set_observation_layout(self, layout: str, suite_shape: Tuple[int, ...]) -> None:
+        """Fixes `observation_shape` from the suite's own observation shape; "image" needs a grid
+        (height, width, channels), since a CNN torso reads nothing else."""
+        if layout not in OBSERVATION_LAYOUTS:
+            raise ConfigError(f"env.observation_layout={layout!r} is not one of {', '.join(OBSERVATION_LAYOUTS)}.")
+        name = getattr(self, "name", type(self).__name__)
+        if layout == "image" and len(suite_shape) != 3:
+            raise ConfigError(f"env.observation_layout=image needs a (height, width, channels) observation; "
+                              f"{name} observes shape {tuple(suite_shape)}: use env.observation_layout=flat.")
+        self._keep_image = layout == "image"
+        self._observation_shape = tuple(int(d) for d in suite_shape) if self._keep_image else (
+            int(np.prod(suite_shape)),)
+
     def flat_observation(self, view: Array, step_count: Array, action_mask: Array | None = None) -> Observation:
-        """`view` flattened to float32; `action_mask` defaults to every action legal (one True for continuous
-        actions, so that the field always exists)."""
+        """`view` as float32, flattened unless the layout is "image"; `action_mask` defaults to every action legal
+        (one True for continuous actions, so that the field always exists)."""
         if action_mask is None:
             num_actions = self._action_space.num_actions if isinstance(self._action_space, DiscreteActionSpace) else 1
             action_mask = jnp.ones((num_actions,), bool)
-        return Observation(agent_view=jnp.ravel(view).astype(jnp.float32), action_mask=action_mask,
+        view = jnp.asarray(view, jnp.float32)
+        return Observation(agent_view=view if self._keep_image else jnp.ravel(view), action_mask=action_mask,
                            step_count=step_count)
 
 

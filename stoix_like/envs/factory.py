@@ -11,11 +11,17 @@ from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import AutoReset, EpisodeMetrics, NextObservation
 from stoix_like.errors import ConfigError
 
-# suite -> (module, adapter class). Modules are imported on demand so that a gymnax run never imports brax.
+# suite -> (module, adapter class). Modules are imported on demand so that a gymnax run never imports brax. The
+# suites after jumanji are optional extras of the same name (pyproject.toml); a missing one is named in one line.
 _ADAPTERS = {
     "gymnax": ("stoix_like.envs.gymnax_adapter", "GymnaxAdapter"),
     "brax": ("stoix_like.envs.brax_adapter", "BraxAdapter"),
     "jumanji": ("stoix_like.envs.jumanji_adapter", "JumanjiAdapter"),
+    "navix": ("stoix_like.envs.navix_adapter", "NavixAdapter"),
+    "xminigrid": ("stoix_like.envs.xminigrid_adapter", "XMiniGridAdapter"),
+    "craftax": ("stoix_like.envs.craftax_adapter", "CraftaxAdapter"),
+    "pgx": ("stoix_like.envs.pgx_adapter", "PgxAdapter"),
+    "playground": ("stoix_like.envs.playground_adapter", "PlaygroundAdapter"),
 }
 AVAILABLE_SUITES = tuple(_ADAPTERS)
 
@@ -25,7 +31,8 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
 
     Args:
         env_config: a DictConfig or dict with `suite`, `scenario.name`, `kwargs` (passed to the adapter) and
-            optionally `max_episode_steps`, the one time-limit key of every suite (null or absent: the suite's own).
+            optionally `max_episode_steps`, the one time-limit key of every suite (null or absent: the suite's own),
+            and `observation_layout` ("flat", the default, or "image" for a CNN torso).
 
     Returns:
         (train_env, eval_env), both unbatched (wrap them in `VmapWrapper`).
@@ -40,7 +47,7 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
 
     kwargs = _to_plain_dict(env_config["kwargs"] or {})  # `kwargs: {}` may be written `kwargs:` (null)
     adapter = adapter_class(env_config["scenario"]["name"], max_episode_steps=env_config.get("max_episode_steps"),
-                            **kwargs)
+                            observation_layout=env_config.get("observation_layout") or "flat", **kwargs)
     return AutoReset(EpisodeMetrics(adapter)), NextObservation(EpisodeMetrics(adapter))
 
 

@@ -32,11 +32,12 @@ class GymnaxAdapter(SuiteAdapter):
         name: a gymnax id, e.g. "CartPole-v1".
         max_episode_steps: the time limit (it sets the env params' `max_steps_in_episode`); reaching it is a
             truncation (discount 1). None: the env's own limit.
+        observation_layout: "flat", or "image" to keep a grid observation (MinAtar's 10×10×channels) for a CNN.
         env_params: overrides of the env's default EnvParams, e.g. {"gravity": 9.8}.
         **env_kwargs: passed to `gymnax.make`.
     """
 
-    def __init__(self, name: str, max_episode_steps: Optional[int] = None,
+    def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
                  env_params: Optional[Mapping[str, Any]] = None, **env_kwargs: Any):
         import gymnax  # lazily: importing stoix_like must not import every suite
         from gymnax.environments import spaces
@@ -65,7 +66,7 @@ class GymnaxAdapter(SuiteAdapter):
         else:
             raise ConfigError(f"gymnax {name!r} has a {type(space).__name__} action space; only Discrete and Box work")
 
-        self._observation_shape = (int(np.prod(self._env.observation_space(self._params).shape)),)
+        self._set_observation_layout(observation_layout, tuple(self._env.observation_space(self._params).shape))
         self._max_episode_steps = int(self._params.max_steps_in_episode)
 
     def reset(self, key: PRNGKey) -> Tuple[GymnaxState, TimeStep]:

@@ -6,6 +6,11 @@ bootstrapping on what is really a truncation. So where the env takes a `time_lim
 rebuilds it with a limit one step past ours and truncates itself: every LAST that jumanji then emits is a true
 end of episode, and ours keeps discount 1. Envs with no time limit (Game2048) get one from
 `max_episode_steps`.
+
+A multi-discrete action (Sudoku's (row, column, digit), BinPack's (space, item), Minesweeper's (row, column),
+RubiksCube's (face, depth, direction)) becomes one discrete action over the joint choices, row-major, and the
+suite's joint action mask (shaped like its `num_values`) is flattened the same way; a mask per component
+(Connector's and Cleaner's, one row per agent) has no joint form and is refused.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from stoix_like.envs.environment import DiscreteActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
@@ -39,10 +45,12 @@ class JumanjiAdapter(SuiteAdapter):
     Args:
         name: a jumanji id, e.g. "Snake-v1".
         max_episode_steps: the time limit. Default: the env's own `time_limit` if it has one, else 2000.
+        observation_layout: "flat" (the observation's fields are concatenated into one vector).
         **env_kwargs: passed to `jumanji.make`.
     """
 
-    def __init__(self, name: str, max_episode_steps: Optional[int] = None, **env_kwargs: Any):
+    def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
+                 **env_kwargs: Any):
         import jumanji  # lazily: importing stoix_like must not import jumanji
         from jumanji import specs
 
@@ -61,13 +69,25 @@ class JumanjiAdapter(SuiteAdapter):
         self.name = name
 
         action_spec = env.action_spec
-        if not isinstance(action_spec, specs.DiscreteArray):
-            raise ConfigError(
-                f"jumanji {name!r} has a {type(action_spec).__name__} action spec; only DiscreteArray is supported"
-            )
-        self._action_space = DiscreteActionSpace(num_actions=int(action_spec.num_values))
-        agent_view = jax.eval_shape(lambda key: self.reset(key)[1].observation.agent_view, jax.random.PRNGKey(0))
-        self._observation_shape = tuple(agent_view.shape)
+        # (): one discrete choice; otherwise the components of a multi-discrete action, joined row-major
+        self._action_components: Tuple[int, ...] = ()
+        if isinstance(action_spec, specs.MultiDiscreteArray):
+            self._action_components = tuple(int(n) for n in np.asarray(action_spec.num_values))
+            num_actions = int(np.prod(self._action_components))
+        elif isinstance(action_spec, specs.DiscreteArray):
+            num_actions = int(action_spec.num_values)
+        else:
+            raise ConfigError(f"jumanji {name!r} has a {type(action_spec).__name__} action spec; only DiscreteArray "
+                              "and MultiDiscreteArray are supported")
+        self._action_space = DiscreteActionSpace(num_actions=num_actions)
+        suite_view = jax.eval_shape(lambda key: self._suite_view(self._env.reset(key)[1].observation),
+                                    jax.random.PRNGKey(0))
+        self._set_observation_layout(observation_layout, tuple(suite_view.shape))
+        mask = jax.eval_shape(lambda key: _fields(self._env.reset(key)[1].observation).get("action_mask"),
+                              jax.random.PRNGKey(0))
+        if mask is not None and int(np.prod(mask.shape)) != num_actions:
+            raise ConfigError(f"jumanji {name!r} masks each action component apart (mask {tuple(mask.shape)}, "
+                              f"components {self._action_components}); its joint actions have no mask here")
 
     def reset(self, key: PRNGKey) -> Tuple[JumanjiState, TimeStep]:
         env_state, suite_timestep = self._env.reset(key)
@@ -75,6 +95,8 @@ class JumanjiAdapter(SuiteAdapter):
         return JumanjiState(env_state, step_count), restart(self._observation(suite_timestep.observation, step_count))
 
     def step(self, state: JumanjiState, action: Array) -> Tuple[JumanjiState, TimeStep]:
+        if self._action_components:
+            action = jnp.stack(jnp.unravel_index(action, self._action_components)).astype(jnp.int32)
         env_state, suite_timestep = self._env.step(state.env_state, action)
         step_count = state.step_count + 1
         suite_last = suite_timestep.step_type == StepType.LAST  # jumanji uses the same 0/1/2 codes
@@ -86,16 +108,20 @@ class JumanjiAdapter(SuiteAdapter):
 
     def _observation(self, suite_observation: Any, step_count: Array) -> Observation:
         fields = _fields(suite_observation)
-        view_parts = [
-            jnp.ravel(leaf).astype(jnp.float32)
-            for field_name, value in fields.items()
-            if field_name not in _NOT_IN_AGENT_VIEW
-            for leaf in jax.tree_util.tree_leaves(value)
-        ]
         action_mask = None  # every action legal where the suite has no mask
         if "action_mask" in fields and isinstance(self._action_space, DiscreteActionSpace):
             action_mask = jnp.asarray(fields["action_mask"], bool).reshape(self._action_space.num_actions)
-        return self.flat_observation(jnp.concatenate(view_parts), step_count, action_mask)
+        return self.flat_observation(self._suite_view(suite_observation), step_count, action_mask)
+
+    @staticmethod
+    def _suite_view(suite_observation: Any) -> Array:
+        """Every field but the mask and the step count, flattened and concatenated."""
+        return jnp.concatenate([
+            jnp.ravel(leaf).astype(jnp.float32)
+            for field_name, value in _fields(suite_observation).items()
+            if field_name not in _NOT_IN_AGENT_VIEW
+            for leaf in jax.tree_util.tree_leaves(value)
+        ])
 
 
 def _fields(observation: Any) -> dict:

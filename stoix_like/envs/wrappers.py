@@ -6,7 +6,7 @@ the same TimeStep structure but leaves resetting to the evaluator. Both are unba
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Tuple
+from typing import Any, Dict, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +47,16 @@ def transition(reward: Array, terminated: Array, truncated: Array, observation: 
     )
 
 
+SUITE_METRICS = "suite_metrics"  # the extras key an adapter's own episode measures travel under
+
+
+def with_suite_metrics(timestep: TimeStep, metrics: Dict[str, Array]) -> TimeStep:
+    """Attaches what a suite measures of the episode so far (Craftax's achievements), scalar each, the same keys on
+    reset and step; `EpisodeMetrics` moves them into `extras["episode_metrics"]`, so an episode's last step
+    carries its totals and the evaluator logs them beside the return."""
+    return timestep._replace(extras={**timestep.extras, SUITE_METRICS: metrics})
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Wrappers
 
@@ -61,14 +71,14 @@ class EpisodeMetrics(Wrapper):
     """Adds `extras["episode_metrics"]` to every TimeStep.
 
     On a LAST step the values are the finished episode's totals, on other steps the running values; the dict
-    has the same keys and dtypes on reset and step so that the TimeStep pytree never changes structure.
+    has the same keys and dtypes on reset and step so that the TimeStep pytree never changes structure. A suite's
+    own episode measures (`with_suite_metrics`) join them under their own names.
     """
 
     def reset(self, key: PRNGKey) -> Tuple[EpisodeMetricsState, TimeStep]:
         env_state, timestep = self._env.reset(key)
         state = EpisodeMetricsState(env_state, jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32))
-        metrics = _episode_metrics(state, timestep)
-        return state, timestep._replace(extras={**timestep.extras, "episode_metrics": metrics})
+        return state, _with_episode_metrics(timestep, _episode_metrics(state, timestep))
 
     def step(self, state: EpisodeMetricsState, action: Array) -> Tuple[EpisodeMetricsState, TimeStep]:
         env_state, timestep = self._env.step(state.env_state, action)
@@ -78,13 +88,22 @@ class EpisodeMetrics(Wrapper):
             state.episode_return + timestep.reward.astype(jnp.float32),
             state.episode_length + 1,
         )
-        metrics = _episode_metrics(state, timestep)
-        return state, timestep._replace(extras={**timestep.extras, "episode_metrics": metrics})
+        return state, _with_episode_metrics(timestep, _episode_metrics(state, timestep))
+
+
+def _with_episode_metrics(timestep: TimeStep, metrics: dict) -> TimeStep:
+    extras = {name: value for name, value in timestep.extras.items() if name != SUITE_METRICS}
+    return timestep._replace(extras={**extras, "episode_metrics": metrics})
+
+
+# The metrics every suite has; any other key of `episode_metrics` is a suite's own (`with_suite_metrics`).
+STANDARD_EPISODE_METRICS = ("episode_return", "episode_length", "is_terminal_step", "ended_by_termination")
 
 
 def _episode_metrics(state: EpisodeMetricsState, timestep: TimeStep) -> dict:
     is_terminal_step = timestep.step_type == StepType.LAST
     return {
+        **timestep.extras.get(SUITE_METRICS, {}),
         "episode_return": state.episode_return,
         "episode_length": state.episode_length,
         "is_terminal_step": is_terminal_step,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+import chex
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -36,3 +37,61 @@ class MLPTorso(nn.Module):
                 x = nn.LayerNorm()(x)
             x = act(x)
         return x
+
+
+class CNNTorso(nn.Module):
+    """Convolutions over a (height, width, channels) observation (`env.observation_layout=image`), then dense
+    layers. Leading axes are batch axes, however many (a rollout's (T, envs) included). "SAME" padding, so
+    MinAtar's 10×10 and MiniGrid's 7×7 grids keep their size at stride 1; orthogonal(√2) init, as the MLP's.
+
+    Each convolution is written as a dense layer over the k×k patches (`same_padded_patches`), which computes
+    exactly what `nn.Conv` does (the same kernel, reshaped) but is ~13× faster to train on CPU here: inside
+    PPO's scanned epochs XLA's CPU convolution gradients ran at ~200 ms per step on a batch of 50 8×8 grids,
+    the patches' dense layers at ~15 ms (jax 0.10.2, 2 cores).
+    """
+
+    channels: Sequence[int]
+    kernel_sizes: Sequence[int]
+    strides: Sequence[int]
+    layer_sizes: Sequence[int]
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        if x.ndim < 3:
+            raise ValueError(f"CNNTorso reads (..., height, width, channels) observations, got shape {x.shape}: "
+                             "set env.observation_layout=image")
+        act = activation_by_name(self.activation)
+        batch_shape = x.shape[:-3]
+        x = x.reshape((-1,) + x.shape[-3:])
+        for channels, kernel_size, stride in zip(self.channels, self.kernel_sizes, self.strides, strict=True):
+            x = nn.Dense(channels, kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)),
+                         bias_init=nn.initializers.zeros)(same_padded_patches(x, kernel_size, stride))
+            x = act(x)
+        x = x.reshape(batch_shape + (-1,))
+        return MLPTorso(self.layer_sizes, self.activation)(x)
+
+
+def same_padded_patches(images: jax.Array, kernel_size: int, stride: int) -> jax.Array:
+    """The k×k patches a "SAME"-padded convolution reads, one per output pixel.
+
+    Args:
+        images: (batch, height, width, channels).
+        kernel_size: k; stride: s, the same along both axes.
+
+    Returns:
+        (batch, ceil(height / s), ceil(width / s), k * k * channels), each patch ordered (row, column, channel)
+        like a conv kernel (k, k, channels, out), so that `patches @ kernel.reshape(-1, out)` is the convolution.
+    """
+    chex.assert_rank(images, 4)
+    _, height, width, _ = images.shape
+    padding, out_sizes = [], []
+    for size in (height, width):
+        out = -(-size // stride)
+        total = max((out - 1) * stride + kernel_size - size, 0)
+        padding.append((total // 2, total - total // 2))
+        out_sizes.append(out)
+    padded = jnp.pad(images, ((0, 0), padding[0], padding[1], (0, 0)))
+    span_rows, span_cols = (out_sizes[0] - 1) * stride + 1, (out_sizes[1] - 1) * stride + 1
+    return jnp.concatenate([padded[:, row:row + span_rows:stride, col:col + span_cols:stride, :]
+                            for row in range(kernel_size) for col in range(kernel_size)], axis=-1)
