@@ -120,11 +120,8 @@ def get_learn_from_batch(actor_apply: Callable, action_values: ActionValues, upd
 
     def learn_from_batch(params: MPOParams, opt_states: MPOOptStates, batch: Transition, weights, key, update_count):
         critic_key, policy_key = jax.random.split(key)
-        critic_grads, (priorities, critic_metrics) = jax.grad(critic_loss, has_aux=True)(
-            params.critic.online, params, batch, weights, critic_key)
-        critic_grads, critic_metrics = parallel.pmean_batch_then_device((critic_grads, critic_metrics))
-        critic, critic_opt = continuous_control.gradient_step(
-            update_fns.critic, params.critic.online, critic_grads, opt_states.critic)
+        critic, critic_opt, priorities, critic_metrics = continuous_control.critic_step(
+            critic_loss, update_fns.critic, params.critic.online, opt_states.critic, params, batch, weights, critic_key)
 
         (actor_grads, dual_grads), policy_metrics = jax.grad(policy_and_dual_loss, argnums=(0, 1), has_aux=True)(
             params.actor.online, params.dual, critic, params, batch.observation, policy_key)
