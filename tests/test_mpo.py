@@ -64,6 +64,21 @@ def test_a_setting_of_the_other_action_kind_is_refused_before_anything_compiles(
     assert "\n" not in str(error.value)
 
 
+def test_a_setting_of_the_other_action_kind_exits_2_from_a_real_command_line(python_subprocess, tmp_path):
+    """The real entry point: one line, exit 2, nothing compiled. The action kind is known once the env is made, so
+    this refusal comes after jax and the env load (tests/test_config_validation.py times the refusals that the
+    config alone decides)."""
+    result = python_subprocess(["-m", "experiments.mpo", "env=gymnax/cartpole", "system.num_sampled_actions=20"],
+                               cwd=tmp_path, timeout=120)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: system.num_sampled_actions=20 is for continuous actions, and gymnax/CartPole-v1 has discrete ones: set "
+        "system.num_sampled_actions=null"), result.stderr
+    assert "compiled the learner" not in result.stdout and "replay ratio" not in result.stdout
+
+
 # ----------------------------------------------------------------------------------------------------
 # The M-step on either policy head
 # ----------------------------------------------------------------------------------------------------
