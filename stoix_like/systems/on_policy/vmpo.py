@@ -47,14 +47,14 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
     def act(params: VMPOParams, observation, key: jax.Array):
         policy = actor_apply(params.actor.online, observation)
         action = policy.sample(key)  # pre-tanh when continuous: the M-step's likelihood is exact there
-        return action, policy.to_env_action(action), critic_apply(params.critic, observation)
+        return action, policy.to_env_action(action), critic_apply(params.critic, observation)  # extras: V(s)
 
     def advantages_and_value_targets(state: OnPolicyLearnerState, steps: RolloutStep) -> Tuple[jax.Array, jax.Array]:
         # the value of each step's true successor, in one (T × envs) batched pass
         next_values = critic_apply(state.params.critic, normalization.normalize(state.obs_norm, steps.next_observation))
         truncated = steps.done & (steps.discount != 0.0)
-        return truncated_gae(steps.reward, steps.policy_extras, next_values, steps.done, truncated, system.gamma,
-                             system.gae_lambda)
+        values = steps.policy_extras  # V(s) as recorded while acting
+        return truncated_gae(steps.reward, values, next_values, steps.done, truncated, system.gamma, system.gae_lambda)
 
     def policy_and_dual_loss(actor_params, dual, target_actor_params, observation, action, advantages):
         online_policy = actor_apply(actor_params, observation)
