@@ -258,6 +258,26 @@ class MunchausenBlock:
     munchausen_clip_value_min: float = key(real("(-inf, 0]", "M-DQN's lower clip of the log-policy, which is <= 0"))
 
 
+@dataclass
+class DualVariablesBlock:
+    """MPO's and V-MPO's Lagrange multipliers (stoix_like/ops/mpo.py): the E-step's temperature and the M-step's KL
+    multipliers, learnt in log space, and the KL bounds they enforce. A bound of the other action kind is null."""
+
+    init_temperature: float = key(real("(0, inf)", "the E-step temperature at the start, whose log is learnt"))
+    init_kl_multiplier: float = key(real("(0, inf)", "every KL multiplier at the start, whose log is learnt"))
+    temperature_kl_bound: float = key(real("(0, inf)", "the E-step's bound on the KL of the reweighted policy from "
+                                                       "the target policy, which the temperature enforces"))
+    mean_kl_bound: Optional[float] = key(real(
+        "(0, inf)", "continuous actions: the bound on the KL of the policy's mean from the target policy's; null for "
+                    "discrete actions", nullable=True))
+    scale_kl_bound: Optional[float] = key(real(
+        "(0, inf)", "continuous actions: the bound on the KL of the policy's scale from the target policy's; null "
+                    "for discrete actions", nullable=True))
+    categorical_kl_bound: Optional[float] = key(real(
+        "(0, inf)", "discrete actions: the bound on the KL of the policy from the target policy; null for continuous "
+                    "actions", nullable=True))
+
+
 # Learning rates are named after the network they train.
 @dataclass
 class ActorLearningRate:
@@ -272,6 +292,12 @@ class CriticLearningRate:
 @dataclass
 class QLearningRate:
     q_lr: float = key(real("(0, inf)", "the q_network's (a Q-function) " + LEARNING_RATE))
+
+
+@dataclass
+class DualLearningRate:
+    dual_lr: float = key(real("(0, inf)", "the dual variables' (the temperature's and the KL multipliers') "
+                                          + LEARNING_RATE))
 
 
 # ---------------------------------------------------------------------------------------------------- systems
@@ -360,6 +386,23 @@ class AWRSchema(CriticLearningRate, ActorLearningRate, SequenceReplayBlock, Repl
     standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
 
 
+@dataclass
+class MPOSchema(DualVariablesBlock, DualLearningRate, TargetNetworkBlock, QLearningRate, ActorLearningRate,
+                PrioritizedReplayBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
+    num_sampled_actions: Optional[int] = key(integer(
+        POSITIVE_INT, "continuous actions: actions sampled from the target policy per state, for the E-step and the "
+                      "Q-network's bootstrap; null for discrete actions, whose every action is weighed",
+        nullable=True))
+
+
+@dataclass
+class VMPOSchema(DualVariablesBlock, DualLearningRate, TargetNetworkBlock, CriticLearningRate, ActorLearningRate,
+                 OnPolicyBatchesBlock, SystemBlock):
+    gae_lambda: float = key(GAE_LAMBDA)
+    top_k_fraction: float = key(real("(0, 1]", "the fraction of each minibatch's samples, those of highest "
+                                               "advantage, that the policy is fitted to"))
+
+
 # system_name -> its schema (DDPG is TD3's learner with other values)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "ppo": PPOSchema, "pqn": PQNSchema,
@@ -367,6 +410,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "c51": C51Schema, "rainbow": C51Schema, "qr_dqn": QRDQNSchema,
     "sac": SACSchema, "td3": TD3Schema, "ddpg": TD3Schema, "d4pg": D4PGSchema,
     "awr": AWRSchema,
+    "mpo": MPOSchema, "vmpo": VMPOSchema,
 }
 
 

@@ -174,3 +174,43 @@ class SACUpdateFns(NamedTuple):
     actor: Callable
     critic: Callable
     alpha: Callable
+
+
+class DualVariables(NamedTuple):
+    """MPO's and V-MPO's Lagrange multipliers, learnt in log space (stoix_like/ops/mpo.py)."""
+
+    log_temperature: Array  # []: the E-step's temperature η
+    log_kl_multipliers: Array  # [C]: one α per KL bound, (mean, scale) for a Gaussian policy, (categorical,) else
+
+
+class MPOParams(NamedTuple):
+    actor: OnlineAndTarget  # the target policy proposes the E-step's actions and anchors the M-step's KL bounds
+    critic: OnlineAndTarget  # the q_network: Q(s, ·) for discrete actions, Q(s, a) for continuous ones
+    dual: DualVariables
+
+
+class MPOOptStates(NamedTuple):
+    actor: OptState
+    critic: OptState
+    dual: OptState
+
+
+class VMPOParams(NamedTuple):
+    actor: OnlineAndTarget  # the target ("old") policy anchors the KL bounds; it moves every target_update_period
+    critic: Params  # the state value V
+    dual: DualVariables
+
+
+class VMPOOptStates(NamedTuple):
+    actor: OptState
+    critic: OptState
+    dual: OptState
+    gradient_steps: Array  # minibatch steps taken, like an optimiser's own count: the target policy's period runs on it
+
+
+class ActorCriticDualUpdateFns(NamedTuple):
+    """MPO's and V-MPO's optimiser updates: the actor, the critic (Q or V) and the dual variables."""
+
+    actor: Callable
+    critic: Callable
+    dual: Callable

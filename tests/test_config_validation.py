@@ -336,6 +336,11 @@ BAD_INPUTS = [
     ("td3", ["system.policy_frequency=0"], "system.policy_frequency=0"),
     ("td3", ["system.exploration_noise=-0.1"], "system.exploration_noise=-0.1"),
     ("d4pg", ["network.q_network.q_head.v_max=-2000"], "network.q_network.q_head.v_max=-2000"),
+    ("mpo", ["system.mean_kl_bound=0"], "system.mean_kl_bound=0"),
+    ("mpo", ["system.temperature_kl_bound=-0.1"], "system.temperature_kl_bound=-0.1"),
+    ("vmpo", ["system.categorical_kl_bound=0"], "system.categorical_kl_bound=0"),
+    ("vmpo", ["system.top_k_fraction=0"], "system.top_k_fraction=0"),
+    ("vmpo", ["system.top_k_fraction=1.5"], "system.top_k_fraction=1.5"),
     ("evaluate", EVALUATE + ["num_episodes=0"], "num_episodes=0"),
     ("evaluate", EVALUATE + ["params=worst"], "params=worst"),
     ("ppo", ["+arch.seed=3"], "Could not append to config. An item is already at 'arch.seed'"),  # Hydra's, one line
@@ -375,7 +380,8 @@ RENAMED_INPUTS = [
 BAD_INPUTS += RENAMED_INPUTS
 # Rows also run as real `python -m experiments.<algo>` processes: the exit code, one line, no traceback.
 AS_SUBPROCESS = {"system.actor_lr=-1e-3", "system.gamma=1.5", "arch.num_eval_episodes=0", "system.total_buffer_size=32",
-                 "system.init_alpha=0", "num_episodes=0", "system.critic_lr=3e-4", "network=mlp_dpg"}
+                 "system.init_alpha=0", "num_episodes=0", "system.critic_lr=3e-4", "network=mlp_dpg",
+                 "system.top_k_fraction=1.5"}
 SECONDS = 10.0
 
 # One interpreter runs every row through the entry's `main`, as `python -m experiments.<algo> <overrides>` would.

@@ -16,7 +16,7 @@ from stoix_like.types import OnPolicyLearnerState, PQNLearnerState
 
 SYSTEM_MODULES = sorted(set(MODULE_OF.values()))
 # every module that builds a learner: the systems and the family modules they share
-LEARNER_BUILDERS = ["ppo", "pqn", "off_policy"]
+LEARNER_BUILDERS = ["ppo", "pqn", "vmpo", "off_policy"]
 
 
 @pytest.mark.parametrize("algorithm", sorted(MODULE_OF))
@@ -26,7 +26,7 @@ def test_every_registered_system_supplies_the_system_protocol(algorithm):
 
 @pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy.rollout", "q_learning.value_based",
                                                           "actor_critic.deterministic_policy_gradient",
-                                                          "actor_critic.continuous_control"])
+                                                          "actor_critic.continuous_control", "dual_variables"])
 def test_get_learner_fn_means_one_thing_everywhere(module_name):
     module = __import__(f"stoix_like.systems.{module_name}", fromlist=["_"])
     get_learner_fn = getattr(module, "get_learner_fn", None)
@@ -38,7 +38,8 @@ def test_get_learner_fn_means_one_thing_everywhere(module_name):
 
 def test_off_policy_warm_up_and_batch_steps_have_their_own_names():
     assert typing.get_type_hints(off_policy.get_warmup_fn)["return"] is not system_contract.Learner
-    for module_name in ("actor_critic.td3", "actor_critic.d4pg", "actor_critic.sac", "actor_critic.awr"):
+    for module_name in ("actor_critic.td3", "actor_critic.d4pg", "actor_critic.sac", "actor_critic.awr",
+                        "actor_critic.mpo"):
         module = __import__(f"stoix_like.systems.{module_name}", fromlist=["_"])
         assert typing.get_type_hints(module.get_learn_from_batch)["return"] is off_policy.LearnFromBatch
 

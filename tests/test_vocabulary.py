@@ -36,16 +36,20 @@ BLOCKS = {
     "target network": {"tau", "target_update_period"},
     "deterministic policy": {"policy_frequency", "target_policy_noise", "target_noise_clip", "exploration_noise"},
     "munchausen": set(config_schema.MUNCHAUSEN_KEYS),
+    "dual variables": {"init_temperature", "init_kl_multiplier", "temperature_kl_bound", "mean_kl_bound",
+                       "scale_kl_bound", "categorical_kl_bound"},
 }
 # Every system has these blocks.
 EVERY_SYSTEM = ("rollout", "optimizer", "discount", "observation normalization")
 # Learning rates are named after the network they train (a Q-function is a q_network everywhere).
 LEARNING_RATES = {"actor_lr": "actor_network", "critic_lr": "critic_network", "q_lr": "q_network",
-                  "alpha_lr": None}  # SAC's entropy temperature is a parameter, not a network
+                  "alpha_lr": None,  # SAC's entropy temperature is a parameter, not a network
+                  "dual_lr": None}  # nor are MPO's and V-MPO's temperature and KL multipliers
 # Keys of one system or a few, outside any block.
 OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regularization_weight", "num_critics",
             "init_alpha", "reward_scale", "q_lambda", "gae_lambda", "clip_eps", "ent_coef", "vf_coef",
-            "standardize_advantages", "advantage_temperature", "max_advantage_weight"}
+            "standardize_advantages", "advantage_temperature", "max_advantage_weight",
+            "num_sampled_actions", "top_k_fraction"}
 VOCABULARY = set().union(*BLOCKS.values(), LEARNING_RATES, OWN_KEYS)
 BRITISH = re.compile(r"(prioritis|regularis|normalis|standardis|optimis|parameteris)")
 
@@ -140,7 +144,8 @@ def test_the_blocks_here_are_the_schema_blocks():
                      "prioritized replay": schemas.PrioritizedReplayBlock,
                      "epsilon-greedy exploration": schemas.EpsilonGreedyBlock,
                      "target network": schemas.TargetNetworkBlock, "on-policy batches": schemas.OnPolicyBatchesBlock,
-                     "deterministic policy": schemas.DeterministicPolicyBlock, "munchausen": schemas.MunchausenBlock}
+                     "deterministic policy": schemas.DeterministicPolicyBlock, "munchausen": schemas.MunchausenBlock,
+                     "dual variables": schemas.DualVariablesBlock}
     for block, schema in block_classes.items():
         assert BLOCKS[block] == {field.name for field in dataclasses.fields(schema)}, block
 

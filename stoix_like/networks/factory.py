@@ -7,7 +7,7 @@ from typing import Any
 import hydra.utils
 from omegaconf import DictConfig
 
-from stoix_like.envs.environment import ActionSpace
+from stoix_like.envs.environment import ActionSpace, DiscreteActionSpace
 from stoix_like.networks.base import (
     FeedForwardActor,
     FeedForwardCritic,
@@ -50,3 +50,14 @@ def build_q_network(network_config: DictConfig, action_space: ActionSpace) -> Fe
         torso=instantiate(network_config.q_network.pre_torso),
         q_head=instantiate(network_config.q_network.q_head, _partial_=True)(action_space=action_space),
     )
+
+
+def build_action_value_network(network_config: DictConfig, action_space: ActionSpace
+                               ) -> FeedForwardQNetwork | FeedForwardStateActionCritic:
+    """The `q_network` that follows the action space: Q(s, ·) over every action when discrete, Q(s, a) with the
+    action as an input when continuous. Its head is built with the action space (`heads.action_value_head`)."""
+    torso = instantiate(network_config.q_network.pre_torso)
+    head = instantiate(network_config.q_network.q_head, _partial_=True)(action_space=action_space)
+    if isinstance(action_space, DiscreteActionSpace):
+        return FeedForwardQNetwork(torso=torso, q_head=head)
+    return FeedForwardStateActionCritic(torso=torso, critic_head=head)

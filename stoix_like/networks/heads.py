@@ -189,6 +189,16 @@ def q_head(action_space: ActionSpace, **kwargs) -> nn.Module:
     return DiscreteQHead(num_actions=_discrete_actions(action_space, "discrete Q head"), **kwargs)
 
 
+def action_value_head(action_space: ActionSpace) -> nn.Module:
+    """The Q head that follows the action space, as `policy_head` does: one value per action for a discrete space
+    (on Q(s, ·)), one value for a box (on Q(s, a), the action an input)."""
+    if isinstance(action_space, DiscreteActionSpace):
+        return DiscreteQHead(num_actions=action_space.num_actions)
+    if isinstance(action_space, ContinuousActionSpace):
+        return ScalarCriticHead()
+    raise TypeError(f"no action-value head for action space {action_space!r}")
+
+
 def categorical_q_head(action_space: ActionSpace, **kwargs) -> nn.Module:
     return CategoricalQHead(num_actions=_discrete_actions(action_space, "categorical Q head"), **kwargs)
 

@@ -1,11 +1,13 @@
 """One module per algorithm, grouped by family; each holds only what is particular to that algorithm.
 
 A family folder holds its algorithms beside the one module they share:
-  on_policy/     rollout.py (collect, minibatch, epochs) · ppo.py · pqn.py
+  on_policy/     rollout.py (collect, minibatch, epochs) · ppo.py · pqn.py · vmpo.py
   q_learning/    value_based.py (Q heads, ε-greedy, the learn step) · dqn.py · distributional_dqn.py
   actor_critic/  continuous_control.py · deterministic_policy_gradient.py · sac.py · td3.py (and ddpg) · d4pg.py
                  · awr.py (discrete and continuous, on replayed sequences)
+                 · mpo.py
   off_policy.py  the replay-based skeleton that q_learning/ and actor_critic/ both build on
+  dual_variables.py  what MPO and V-MPO share (KL bounds per action kind, dual variables, the M-step)
 
 `MODULE_OF` names, for each `config/<algo>.yaml`, the module whose `learner_setup` trains it: variants that are
 configs of one system (DQN, Double DQN, M-DQN, DQN-Reg) share a module.
@@ -23,6 +25,7 @@ MODULE_OF = {
     "rainbow": "q_learning.distributional_dqn",
     "sac": "actor_critic.sac", "td3": "actor_critic.td3", "ddpg": "actor_critic.td3", "d4pg": "actor_critic.d4pg",
     "awr": "actor_critic.awr",
+    "mpo": "actor_critic.mpo", "vmpo": "on_policy.vmpo",
 }
 
 

@@ -1,4 +1,5 @@
-"""What the continuous-control actor-critics (SAC, TD3, DDPG, D4PG) share, on top of the off-policy skeleton.
+"""What the actor-critics on replay (SAC, TD3, DDPG, D4PG, and MPO for either action kind) share, on top of the
+off-policy skeleton.
 
 - Critics are Q(s, a) of the *normalised* action in [-1, 1]; the env's bounds are applied only on the way to
   the env (stoix_like.networks.distributions.unit_box_to_bounds), so replay and critics never see them.
@@ -10,7 +11,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Tuple
 
 import flax.linen as nn
 import jax
@@ -18,7 +19,7 @@ import jax.numpy as jnp
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import compilation_cache
+from stoix_like import compilation_cache, parallel
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import ContinuousActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
@@ -85,6 +86,19 @@ def optimizer(learning_rate: float, config: DictConfig, budget: Budget) -> optax
 def gradient_step(update_fn: Callable, params: Any, grads: Any, opt_state: Any) -> Tuple[Any, Any]:
     updates, opt_state = update_fn(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
+
+
+def critic_step(critic_loss: Callable, update_fn: Callable, critic_params: Any, opt_state: Any, *loss_args: Any
+                ) -> Tuple[Any, Any, jax.Array, Dict[str, jax.Array]]:
+    """One Q-network step: the gradient of `critic_loss(critic_params, *loss_args) -> (loss, (priorities, metrics))`,
+    averaged over the update batch and the devices with its metrics, then the optimiser's step.
+
+    Returns (critic params, optimiser state, `[B]` priorities of this slot's batch, averaged metrics).
+    """
+    grads, (priorities, metrics) = jax.grad(critic_loss, has_aux=True)(critic_params, *loss_args)
+    grads, metrics = parallel.pmean_batch_then_device((grads, metrics))
+    critic_params, opt_state = gradient_step(update_fn, critic_params, grads, opt_state)
+    return critic_params, opt_state, priorities, metrics
 
 
 def critic_regression_loss(critic_params: Any, critic_apply: Callable, batch: Transition, target: jax.Array,

@@ -74,11 +74,9 @@ def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_v
     def learn_from_batch(params: ActorCriticParams, opt_states: ActorCriticOptStates, batch: Transition, weights,
                          key: jax.Array, update_count: jax.Array):
         next_action = next_action_of_target_policy(params.actor.target, batch.next_observation, key)
-        critic_grads, (priorities, metrics) = jax.grad(critic_loss, has_aux=True)(
-            params.critic.online, params.critic.target, batch, next_action, weights)
-        critic_grads, metrics = parallel.pmean_batch_then_device((critic_grads, metrics))
-        critic, critic_opt = continuous_control.gradient_step(
-            update_fns.critic, params.critic.online, critic_grads, opt_states.critic)
+        critic, critic_opt, priorities, metrics = continuous_control.critic_step(
+            critic_loss, update_fns.critic, params.critic.online, opt_states.critic, params.critic.target, batch,
+            next_action, weights)
 
         policy_loss, actor_grads = jax.value_and_grad(actor_loss)(params.actor.online, critic, batch.observation)
         actor_grads, policy_loss = parallel.pmean_batch_then_device((actor_grads, policy_loss))

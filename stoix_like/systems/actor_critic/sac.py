@@ -62,11 +62,8 @@ def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_f
 
     def learn_from_batch(params: SACParams, opt_states: SACOptStates, batch: Transition, weights, key, update_count):
         critic_key, actor_key = jax.random.split(key)
-        critic_grads, (priorities, metrics) = jax.grad(critic_loss, has_aux=True)(
-            params.critic.online, params, batch, weights, critic_key)
-        critic_grads, metrics = parallel.pmean_batch_then_device((critic_grads, metrics))
-        critic, critic_opt = continuous_control.gradient_step(
-            update_fns.critic, params.critic.online, critic_grads, opt_states.critic)
+        critic, critic_opt, priorities, metrics = continuous_control.critic_step(
+            critic_loss, update_fns.critic, params.critic.online, opt_states.critic, params, batch, weights, critic_key)
 
         (policy_loss, log_prob), actor_grads = jax.value_and_grad(actor_loss, has_aux=True)(
             params.actor, critic, params.log_alpha, batch.observation, actor_key)

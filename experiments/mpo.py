@@ -1,0 +1,8 @@
+"""`python -m experiments.mpo [overrides]`: MPO, discrete or continuous by the env's action space."""
+
+from stoix_like.entry import hydra_entry
+
+main = hydra_entry("mpo", "stoix_like.systems.actor_critic.mpo:run_experiment")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,8 @@
+"""`python -m experiments.vmpo [overrides]`: V-MPO, discrete or continuous by the env's action space."""
+
+from stoix_like.entry import hydra_entry
+
+main = hydra_entry("vmpo", "stoix_like.systems.on_policy.vmpo:run_experiment")
+
+if __name__ == "__main__":
+    main()
