@@ -16,7 +16,7 @@ from stoix_like.types import OnPolicyLearnerState, PQNLearnerState
 
 SYSTEM_MODULES = sorted(set(MODULE_OF.values()))
 # every module that builds a learner: the systems and the family modules they share
-LEARNER_BUILDERS = ["ppo", "pqn", "off_policy"]
+LEARNER_BUILDERS = ["policy_gradient", "pqn", "off_policy"]
 
 
 @pytest.mark.parametrize("algorithm", sorted(MODULE_OF))
@@ -24,7 +24,8 @@ def test_every_registered_system_supplies_the_system_protocol(algorithm):
     assert isinstance(system_module(algorithm), system_contract.System)
 
 
-@pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy.rollout", "q_learning.value_based",
+@pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy.rollout", "on_policy.policy_gradient",
+                                                          "q_learning.value_based",
                                                           "actor_critic.deterministic_policy_gradient",
                                                           "actor_critic.continuous_control"])
 def test_get_learner_fn_means_one_thing_everywhere(module_name):
