@@ -272,8 +272,8 @@ class PPOPenaltySchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRat
 @dataclass
 class DPOSchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
     clip_eps: float = key(CLIP_EPS)
-    drift_alpha: float = key(real("(0, inf)", "DPO's drift scale where the advantage is >= 0 (the paper's 2)"))
-    drift_beta: float = key(real("(0, inf)", "DPO's drift scale where the advantage is < 0 (the paper's 0.6)"))
+    drift_alpha: float = key(real("(0, inf)", "DPO's drift scale where the advantage is >= 0; the paper's is 2"))
+    drift_beta: float = key(real("(0, inf)", "DPO's drift scale where the advantage is < 0; the paper's is 0.6"))
 
 
 @dataclass
