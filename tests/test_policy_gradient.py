@@ -30,8 +30,8 @@ SMALL_NETWORK = ["network.actor_network.pre_torso.layer_sizes=[16]",
 
 
 def test_tanh_gaussian_kl_is_the_kl_of_the_squashed_distributions():
-    """KL(p ‖ q) = E_p[log p(a) - log q(a)] over squashed actions a, estimated from 400k samples of p."""
-    num_samples = 400_000
+    """KL(p ‖ q) = E_p[log p(a) - log q(a)] over squashed actions a, estimated from 100k samples of p."""
+    num_samples = 100_000
     p = TanhGaussian(jnp.full((num_samples, 2), 0.3), jnp.full((num_samples, 2), 0.8), -1.0, 1.0)
     q = TanhGaussian(jnp.full((num_samples, 2), -0.2), jnp.asarray([[1.1, 0.5]] * num_samples), -1.0, 1.0)
     pre_tanh = p.sample(jax.random.PRNGKey(0))
@@ -62,9 +62,9 @@ def adapted(kl_coef: float, measured_kl: float, kl_target: float) -> float:
     return kl_coef
 
 
-@pytest.mark.parametrize("kl_target, direction", [(1e-7, 2.0), (1.0, 0.5)])
-def test_ppo_penalty_adapts_beta_after_every_update_alike_in_every_slot(compose, kl_target, direction):
-    # a target no update can stay under doubles beta; one no update can reach halves it
+def test_ppo_penalty_adapts_beta_after_every_update_alike_in_every_slot(compose):
+    # a target every update overshoots: beta doubles each time (the other branches: test_ops.py, by hand)
+    kl_target = 1e-7
     config = compose("ppo_penalty", TINY_PENALTY + [f"system.kl_target={kl_target}", "system.init_kl_coef=0.25"])
     budget = experiment.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
@@ -79,7 +79,7 @@ def test_ppo_penalty_adapts_beta_after_every_update_alike_in_every_slot(compose,
     before = 0.25
     for kl_coef, measured_kl in zip(kl_coefs[0, 0], measured[0, 0]):
         assert kl_coef == pytest.approx(adapted(before, float(measured_kl), kl_target), rel=1e-6)
-        assert kl_coef == pytest.approx(before * direction, rel=1e-6)
+        assert kl_coef == pytest.approx(before * KL_COEF_FACTOR, rel=1e-6)
         before = float(kl_coef)
     assert float(np.asarray(state.kl_coef)[0, 0]) == pytest.approx(before, rel=1e-6)
 
@@ -135,7 +135,7 @@ def test_learns_pendulum(compose, algorithm):
 # ----------------------------------------------------------------------------------------------------
 
 BRAX_SMOKE = r"""
-import sys
+import sys, time
 import jax, numpy as np
 sys.path.insert(0, "tests")
 from conftest import compose_config
@@ -145,11 +145,13 @@ from stoix_like.systems import system_module
 TINY = ["env.max_episode_steps=16", "arch.total_num_envs=2", "arch.num_evaluation=1", "arch.num_eval_episodes=1",
         "system.rollout_length=4", "system.num_minibatches=2", "arch.total_timesteps=16",
         "network.actor_network.pre_torso.layer_sizes=[16]", "network.critic_network.pre_torso.layer_sizes=[16]"]
-for env in ("brax/ant", "brax/halfcheetah"):
+for env_name in ("brax/ant", "brax/halfcheetah"):
+    train_env = None  # one env object for the three systems: the jitted initial state is compiled once for two
     for algorithm in ("reinforce", "ppo_penalty", "dpo"):
-        config = compose_config(algorithm, [f"env={env}", *TINY], base_exp_path=sys.argv[1])
+        start = time.perf_counter()
+        config = compose_config(algorithm, [f"env={env_name}", *TINY], base_exp_path=sys.argv[1])
         budget = experiment.make_budget(config)
-        train_env, _ = envs_lib.make(config.env)
+        train_env = train_env or envs_lib.make(config.env)[0]
         setup = system_module(algorithm).learner_setup(train_env, jax.random.PRNGKey(0), config, budget)
         state, output = parallel.distribute(setup.learner_fn)(setup.learner_state)
         metrics = {name: np.asarray(value) for name, value in output.train_metrics.items()}
@@ -157,18 +159,20 @@ for env in ("brax/ant", "brax/halfcheetah"):
         finite = all(np.isfinite(value).all() for value in metrics.values())
         moved = any((np.asarray(a) != np.asarray(b)).any() for a, b in zip(
             jax.tree_util.tree_leaves(state.params.actor), jax.tree_util.tree_leaves(setup.learner_state.params.actor)))
-        print(f"{algorithm} {env} action_dim={train_env.action_space.action_dim} updates={updates} "
+        print(f"smoke: {algorithm} {env_name} action_dim={train_env.action_space.action_dim} updates={updates} "
               f"finite={finite} moved={moved}", flush=True)
+        print(f"took {algorithm} {env_name} {time.perf_counter() - start:.1f}s", flush=True)
 """
 
 
 @pytest.mark.slow
-def test_every_system_learns_on_brax_ant_and_halfcheetah(tmp_path):
+def test_every_system_runs_on_brax_ant_and_halfcheetah(tmp_path):
     xla_flags = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
     result = run_python(["-c", BRAX_SMOKE, str(tmp_path)], cwd=os.path.dirname(os.path.dirname(__file__)),
                         env={"XLA_FLAGS": xla_flags}, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    lines = result.stdout.strip().splitlines()
+    print("\n".join(line for line in result.stdout.splitlines() if line.startswith("took ")))
+    lines = [line[len("smoke: "):] for line in result.stdout.splitlines() if line.startswith("smoke: ")]
     expected = [f"{algorithm} {env} action_dim={dim} updates=2 finite=True moved=True"
                 for env, dim in (("brax/ant", 8), ("brax/halfcheetah", 6))
                 for algorithm in ("reinforce", "ppo_penalty", "dpo")]
