@@ -241,15 +241,19 @@ class QLearningRate:
 # ---------------------------------------------------------------------------------------------------- systems
 # Bases are listed last-to-first in field order; every system starts with SystemBlock's keys.
 
+GAE_LAMBDA = real("[0, 1]", "the lambda of GAE / TD(lambda) returns: 0 one-step TD, 1 Monte-Carlo")
+STANDARDIZE_ADVANTAGES = flag("standardise advantages over each minibatch (off-policy: each sampled batch)")
+
+
 @dataclass
 class PolicyGradientBlock:
     """What the on-policy actor-critics share (PPO, PPO-penalty, DPO, REINFORCE): advantages, and the weights of
     the entropy bonus and the critic's loss."""
 
-    gae_lambda: float = key(real("[0, 1]", "GAE's lambda: 0 one-step TD, 1 Monte-Carlo returns"))
+    gae_lambda: float = key(GAE_LAMBDA)
     ent_coef: float = key(real("[0, inf)", "the weight of the entropy bonus"))
     vf_coef: float = key(real("(0, inf)", "the weight of the value loss: 0 would never train the critic"))
-    standardize_advantages: bool = key(flag("standardise advantages per minibatch"))
+    standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
 
 
 CLIP_EPS = real("(0, inf)", "the clipping range of the value's move per update (PPO's critic) and, in PPO, of the "

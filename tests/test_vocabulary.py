@@ -34,7 +34,6 @@ BLOCKS = {
     "target network": {"tau", "target_update_period"},
     "deterministic policy": {"policy_frequency", "target_policy_noise", "target_noise_clip", "exploration_noise"},
     "munchausen": set(config_schema.MUNCHAUSEN_KEYS),
-    "policy gradient": {"gae_lambda", "ent_coef", "vf_coef", "standardize_advantages"},
 }
 # Every system has these blocks.
 EVERY_SYSTEM = ("rollout", "optimizer", "discount", "observation normalization")
@@ -43,8 +42,8 @@ LEARNING_RATES = {"actor_lr": "actor_network", "critic_lr": "critic_network", "q
                   "alpha_lr": None}  # SAC's entropy temperature is a parameter, not a network
 # Keys of one system or a few, outside any block.
 OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regularization_weight", "num_critics",
-            "init_alpha", "reward_scale", "q_lambda", "clip_eps", "kl_target", "init_kl_coef", "drift_alpha",
-            "drift_beta"}
+            "init_alpha", "reward_scale", "q_lambda", "gae_lambda", "clip_eps", "ent_coef", "vf_coef",
+            "standardize_advantages", "kl_target", "init_kl_coef", "drift_alpha", "drift_beta"}
 VOCABULARY = set().union(*BLOCKS.values(), LEARNING_RATES, OWN_KEYS)
 BRITISH = re.compile(r"(prioritis|regularis|normalis|standardis|optimis|parameteris)")
 
@@ -136,8 +135,7 @@ def test_the_blocks_here_are_the_schema_blocks():
     """The vocabulary this test checks and the schema's blocks are the same sets of names."""
     block_classes = {"replay": schemas.ReplayBlock, "epsilon-greedy exploration": schemas.EpsilonGreedyBlock,
                      "target network": schemas.TargetNetworkBlock, "on-policy batches": schemas.OnPolicyBatchesBlock,
-                     "deterministic policy": schemas.DeterministicPolicyBlock, "munchausen": schemas.MunchausenBlock,
-                     "policy gradient": schemas.PolicyGradientBlock}
+                     "deterministic policy": schemas.DeterministicPolicyBlock, "munchausen": schemas.MunchausenBlock}
     for block, schema in block_classes.items():
         assert BLOCKS[block] == {field.name for field in dataclasses.fields(schema)}, block
 
