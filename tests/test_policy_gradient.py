@@ -137,7 +137,7 @@ def test_learns_pendulum(compose, algorithm):
 BRAX_SMOKE = r"""
 import sys, time
 import jax, numpy as np
-sys.path.insert(0, "tests")
+sys.path.insert(0, sys.argv[2])  # tests/, for conftest
 from conftest import compose_config
 from stoix_like import envs as envs_lib, experiment, parallel
 from stoix_like.systems import system_module
@@ -168,7 +168,8 @@ for env_name in ("brax/ant", "brax/halfcheetah"):
 @pytest.mark.slow
 def test_every_system_runs_on_brax_ant_and_halfcheetah(tmp_path):
     xla_flags = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
-    result = run_python(["-c", BRAX_SMOKE, str(tmp_path)], cwd=os.path.dirname(os.path.dirname(__file__)),
+    # run in tmp_path: brax's MuJoCo model loader writes MUJOCO_LOG.TXT into the working directory
+    result = run_python(["-c", BRAX_SMOKE, str(tmp_path), os.path.dirname(os.path.abspath(__file__))], cwd=tmp_path,
                         env={"XLA_FLAGS": xla_flags}, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     print("\n".join(line for line in result.stdout.splitlines() if line.startswith("took ")))
