@@ -309,12 +309,43 @@ STANDARDIZE_ADVANTAGES = flag("standardise advantages over each minibatch (off-p
 
 
 @dataclass
-class PPOSchema(CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+class PolicyGradientBlock:
+    """What the on-policy actor-critics share (PPO, PPO-penalty, DPO, REINFORCE): advantages, and the weights of
+    the entropy bonus and the critic's loss."""
+
     gae_lambda: float = key(GAE_LAMBDA)
-    clip_eps: float = key(real("(0, inf)", "PPO's clipping range of the probability ratio and the value"))
     ent_coef: float = key(real("[0, inf)", "the weight of the entropy bonus"))
     vf_coef: float = key(real("(0, inf)", "the weight of the value loss: 0 would never train the critic"))
     standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
+
+
+CLIP_EPS = real("(0, inf)", "the clipping range of the value's move per update (PPO's critic) and, in PPO, of the "
+                            "probability ratio")
+
+
+@dataclass
+class PPOSchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    clip_eps: float = key(CLIP_EPS)
+
+
+@dataclass
+class PPOPenaltySchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    clip_eps: float = key(CLIP_EPS)
+    kl_target: float = key(real("(0, inf)", "PPO-penalty's target KL(pi_old || pi) per update: beta halves below "
+                                            "kl_target / 1.5 and doubles above 1.5 kl_target"))
+    init_kl_coef: float = key(real("(0, inf)", "PPO-penalty's initial beta, the KL penalty's weight"))
+
+
+@dataclass
+class DPOSchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    clip_eps: float = key(CLIP_EPS)
+    drift_alpha: float = key(real("(0, inf)", "DPO's drift scale where the advantage is >= 0; the paper's is 2"))
+    drift_beta: float = key(real("(0, inf)", "DPO's drift scale where the advantage is < 0; the paper's is 0.6"))
+
+
+@dataclass
+class ReinforceSchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    pass
 
 
 @dataclass
@@ -405,7 +436,8 @@ class VMPOSchema(DualVariablesBlock, DualLearningRate, TargetNetworkBlock, Criti
 
 # system_name -> its schema (DDPG is TD3's learner with other values)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
-    "ppo": PPOSchema, "pqn": PQNSchema,
+    "ppo": PPOSchema, "ppo_penalty": PPOPenaltySchema, "dpo": DPOSchema, "reinforce": ReinforceSchema,
+    "pqn": PQNSchema,
     "dqn": DQNSchema, "ddqn": DQNSchema, "dqn_reg": DQNSchema, "mdqn": MDQNSchema,
     "c51": C51Schema, "rainbow": C51Schema, "qr_dqn": QRDQNSchema,
     "sac": SACSchema, "td3": TD3Schema, "ddpg": TD3Schema, "d4pg": D4PGSchema,

@@ -98,8 +98,21 @@ class OnPolicyLearnerState(NamedTuple):
     obs_norm: Any  # stoix_like.normalization.RunningStatistics, or an empty tuple when switched off
 
 
-class PPOTransition(NamedTuple):
-    """One time-major rollout step, as PPO needs it."""
+class PPOPenaltyLearnerState(NamedTuple):
+    """PPO-penalty's learner state: an on-policy state that also carries the KL penalty's weight β, which adapts
+    after every update (and so must survive a checkpoint)."""
+
+    params: Any
+    opt_states: Any
+    key: PRNGKey
+    env_state: EnvState
+    timestep: TimeStep
+    obs_norm: Any
+    kl_coef: Array  # β, the same in every (device, batch) slot: it adapts to the KL averaged over all of them
+
+
+class ActorCriticTransition(NamedTuple):
+    """One time-major rollout step, as the on-policy actor-critics (PPO, PPO-penalty, DPO, REINFORCE) need it."""
 
     done: Array  # the episode ended here (terminated or truncated): GAE must not cross it
     truncated: Array  # ended by the time limit: bootstrap from next_value instead of zero
@@ -108,6 +121,7 @@ class PPOTransition(NamedTuple):
     next_value: Array  # value of extras["next_obs"], the true successor (pre-reset) observation
     reward: Array
     log_prob: Array
+    behaviour: Any  # the acting distribution's parameters (`parameters()`): KL(π_old ‖ π) is exact from them
     observation: Observation
     episode_metrics: Dict[str, Array]
 

@@ -327,6 +327,13 @@ BAD_INPUTS = [
     ("pqn", ["system.q_lambda=1.5"], "system.q_lambda=1.5"),
     ("pqn", ["system.epsilon_end=2"], "system.epsilon_end=2"),
     ("pqn", ["system.epsilon_decay_fraction=-0.1"], "system.epsilon_decay_fraction=-0.1"),
+    ("ppo_penalty", ["system.kl_target=0"], "system.kl_target=0"),
+    ("ppo_penalty", ["system.init_kl_coef=-1"], "system.init_kl_coef=-1"),
+    ("dpo", ["system.drift_alpha=0"], "system.drift_alpha=0"),
+    ("dpo", ["system.drift_beta=-0.6"], "system.drift_beta=-0.6"),
+    ("reinforce", ["system.gae_lambda=1.5"], "system.gae_lambda=1.5"),
+    ("reinforce", ["system.epochs=0"], "system.epochs=0"),
+    ("reinforce", ["system.clip_eps=0.2"], "system.clip_eps"),  # REINFORCE clips nothing: not one of its keys
     ("sac", ["system.gradient_steps_per_update=0"], "system.gradient_steps_per_update=0"),
     ("sac", ["system.target_update_period=0"], "system.target_update_period=0"),
     ("qr_dqn", ["system.huber_delta=-1"], "system.huber_delta=-1"),

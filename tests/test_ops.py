@@ -177,6 +177,88 @@ def test_clipped_value_loss():
     close(losses.clipped_value_loss(f32([1.0, 0.0]), f32([0.0, 0.0]), f32([0.5, 1.0]), 0.2), 0.3125)
 
 
+def test_policy_gradient_loss_value_and_gradient():
+    # -mean(log_prob * A) = -((-0.5 * 2) + (-2 * 1)) / 2 = 1.5; d/dlog_prob = -A / B = [-1, -0.5]; none through A.
+    log_prob, advantages = f32([-0.5, -2.0]), f32([2.0, 1.0])
+    close(losses.policy_gradient_loss(log_prob, advantages), 1.5)
+    close(jax.grad(losses.policy_gradient_loss)(log_prob, advantages), [-1.0, -0.5])
+    close(jax.grad(losses.policy_gradient_loss, argnums=1)(log_prob, advantages), [0.0, 0.0])
+
+
+def test_ppo_penalty_loss_value_and_gradient():
+    # ratios 1.5 and 0.5, A = [1, -1]: surrogate mean(1.5, -0.5) = 0.5; beta 2 × mean KL 0.2 = 0.4 -> loss -0.1.
+    log_prob, old = f32([math.log(1.5), math.log(0.5)]), f32([0.0, 0.0])
+    advantages, kl = f32([1.0, -1.0]), f32([0.1, 0.3])
+    close(losses.ppo_penalty_loss(log_prob, old, advantages, kl, 2.0), -0.1)
+    # d/dlog_prob of -mean(rho A) = -rho A / B = [-0.75, 0.25]; d/dKL = beta / B = [1, 1]
+    close(jax.grad(losses.ppo_penalty_loss)(log_prob, old, advantages, kl, 2.0), [-0.75, 0.25])
+    close(jax.grad(losses.ppo_penalty_loss, argnums=3)(log_prob, old, advantages, kl, 2.0), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("measured_kl, expected", [
+    (0.005, 0.5),   # below 0.01 / 1.5 = 0.00667: halved
+    (0.02, 2.0),    # above 1.5 × 0.01 = 0.015: doubled
+    (0.01, 1.0),    # on target
+    (0.007, 1.0),   # just inside the lower edge
+    (0.014, 1.0),   # just inside the upper edge
+])
+def test_adapt_kl_coef_follows_the_paper_s_rule(measured_kl, expected):
+    close(losses.adapt_kl_coef(f32(1.0), f32(measured_kl), 0.01), expected)
+
+
+def test_adapt_kl_coef_stays_within_its_bounds():
+    low, high = losses.KL_COEF_BOUNDS
+    close(losses.adapt_kl_coef(f32(low), f32(0.0), 0.01), low)  # halving at the floor: stays at the floor
+    np.testing.assert_allclose(losses.adapt_kl_coef(f32(high), f32(1.0), 0.01), high, rtol=1e-6)
+
+
+def test_dpo_loss_by_hand():
+    alpha, beta = 2.0, 0.6
+    # A >= 0, ratio 2: (r - 1) A = 1, drift = 1 - 2 tanh(1/2); A >= 0, ratio 1/2: (r - 1) A < 0, drift 0
+    # A < 0, ratio 1/2: log(r) A = log 2, drift = log 2 - 0.6 tanh(log 2 / 0.6); A < 0, ratio 2: log(r) A < 0, drift 0
+    objectives = [2.0 - (1.0 - alpha * math.tanh(0.5)),
+                  0.5,
+                  -0.5 - (math.log(2.0) - beta * math.tanh(math.log(2.0) / beta)),
+                  -2.0]
+    log_prob = f32([math.log(2.0), math.log(0.5), math.log(0.5), math.log(2.0)])
+    advantages = f32([1.0, 1.0, -1.0, -1.0])
+    close(losses.dpo_loss(log_prob, f32([0.0] * 4), advantages, alpha, beta), -sum(objectives) / 4)
+
+
+def test_dpo_loss_is_the_plain_surrogate_near_the_behaviour_policy():
+    # the drift grows like x³ around ratio 1, so there its gradient is the surrogate's: d/dlog_prob = -A / B
+    advantages = f32([1.5, -0.5, 2.0])
+    gradient = jax.grad(losses.dpo_loss)(f32([0.0, 0.0, 0.0]), f32([0.0, 0.0, 0.0]), advantages, 2.0, 0.6)
+    close(gradient, [-0.5, 1.0 / 6.0, -2.0 / 3.0])
+
+
+def test_categorical_kl_divergence_by_hand():
+    # p = (1/2, 1/2), q = (1/4, 3/4): KL = 1/2 log 2 + 1/2 log(2/3); KL(p || p) = 0
+    expected = 0.5 * math.log(2.0) + 0.5 * math.log(2.0 / 3.0)
+    logits_p = f32([[0.0, 0.0], [0.3, -1.0]])
+    logits_q = f32([[math.log(0.25), math.log(0.75)], [0.3, -1.0]])
+    close(losses.categorical_kl_divergence(logits_p, logits_q), [expected, 0.0])
+
+
+def test_categorical_kl_divergence_ignores_illegal_actions():
+    from stoix_like.ops.masking import mask_illegal
+
+    mask = jnp.asarray([[True, True, False]])
+    logits_p = mask_illegal(f32([[0.0, 0.0, 5.0]]), mask)
+    logits_q = mask_illegal(f32([[math.log(0.25), math.log(0.75), -3.0]]), mask)
+    close(losses.categorical_kl_divergence(logits_p, logits_q), [0.5 * math.log(2.0) + 0.5 * math.log(2.0 / 3.0)])
+
+
+def test_gaussian_kl_divergence_by_hand():
+    # dim 0: N(0, 1) || N(1, 2²) = log 2 + (1 + 1) / 8 - 1/2; dim 1: N(3, 1) || N(3, 1) = 0
+    mean_p, log_std_p = f32([[0.0, 3.0]]), f32([[0.0, 0.0]])
+    mean_q, log_std_q = f32([[1.0, 3.0]]), f32([[math.log(2.0), 0.0]])
+    close(losses.gaussian_kl_divergence(mean_p, log_std_p, mean_q, log_std_q), [math.log(2.0) + 0.25 - 0.5])
+    # N(0, 2²) || N(0, 1): log(1/2) + 4/2 - 1/2
+    close(losses.gaussian_kl_divergence(f32([[0.0]]), f32([[math.log(2.0)]]), f32([[0.0]]), f32([[0.0]])),
+          [math.log(0.5) + 1.5])
+
+
 def test_huber_and_l2():
     close(losses.huber_loss(f32([0.5, -2.0, 3.0]), 1.0), [0.125, 1.5, 2.5])
     close(losses.l2_loss(f32([2.0, -1.0])), [2.0, 0.5])

@@ -12,11 +12,11 @@ import pytest
 from stoix_like import system_contract
 from stoix_like.systems import MODULE_OF, off_policy, system_module
 from stoix_like.systems.on_policy import rollout
-from stoix_like.types import OnPolicyLearnerState, PQNLearnerState
+from stoix_like.types import OnPolicyLearnerState, PPOPenaltyLearnerState, PQNLearnerState
 
 SYSTEM_MODULES = sorted(set(MODULE_OF.values()))
 # every module that builds a learner: the systems and the family modules they share
-LEARNER_BUILDERS = ["ppo", "pqn", "vmpo", "off_policy"]
+LEARNER_BUILDERS = ["policy_gradient", "pqn", "vmpo", "off_policy"]
 
 
 @pytest.mark.parametrize("algorithm", sorted(MODULE_OF))
@@ -24,7 +24,8 @@ def test_every_registered_system_supplies_the_system_protocol(algorithm):
     assert isinstance(system_module(algorithm), system_contract.System)
 
 
-@pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy.rollout", "q_learning.value_based",
+@pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy.rollout", "on_policy.policy_gradient",
+                                                          "q_learning.value_based",
                                                           "actor_critic.deterministic_policy_gradient",
                                                           "actor_critic.continuous_control", "dual_variables"])
 def test_get_learner_fn_means_one_thing_everywhere(module_name):
@@ -44,7 +45,7 @@ def test_off_policy_warm_up_and_batch_steps_have_their_own_names():
         assert typing.get_type_hints(module.get_learn_from_batch)["return"] is off_policy.LearnFromBatch
 
 
-@pytest.mark.parametrize("state_type", [OnPolicyLearnerState, PQNLearnerState])
+@pytest.mark.parametrize("state_type", [OnPolicyLearnerState, PQNLearnerState, PPOPenaltyLearnerState])
 def test_on_policy_learner_states_have_every_field_the_shared_helpers_read(state_type):
     members = {name for name, _ in inspect.getmembers(rollout.OnPolicyState) if not name.startswith("__")}
     properties = {name for name in members if isinstance(getattr(rollout.OnPolicyState, name), property)}

@@ -49,7 +49,8 @@ LEARNING_RATES = {"actor_lr": "actor_network", "critic_lr": "critic_network", "q
 OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regularization_weight", "num_critics",
             "init_alpha", "reward_scale", "q_lambda", "gae_lambda", "clip_eps", "ent_coef", "vf_coef",
             "standardize_advantages", "advantage_temperature", "max_advantage_weight",
-            "num_sampled_actions", "top_k_fraction"}
+            "num_sampled_actions", "top_k_fraction",
+            "kl_target", "init_kl_coef", "drift_alpha", "drift_beta"}
 VOCABULARY = set().union(*BLOCKS.values(), LEARNING_RATES, OWN_KEYS)
 BRITISH = re.compile(r"(prioritis|regularis|normalis|standardis|optimis|parameteris)")
 

@@ -1,6 +1,8 @@
 """Action distributions with one interface for discrete and continuous actions.
 
-Both expose `sample(seed)`, `log_prob(action)`, `entropy(seed)`, `mode()` and `to_env_action(action)`.
+Both expose `sample(seed)`, `log_prob(action)`, `entropy(seed)`, `mode()` and `to_env_action(action)`, and
+`parameters()` with `kl_from(parameters)`: an on-policy learner records the acting distribution's parameters per
+step, so that KL(π_old ‖ π) is exact later (PPO-penalty), not estimated from the sampled actions.
 The continuous one samples *pre-tanh* actions: storing the raw sample and squashing only when the env is
 stepped keeps `log_prob` exact (inverting tanh near ±1 is numerically unstable).
 `DeterministicAction` (a deterministic policy's output, already in [-1, 1]) has no density.
@@ -15,7 +17,7 @@ import distrax
 import jax
 import jax.numpy as jnp
 
-from stoix_like.ops.losses import tanh_gaussian_log_prob
+from stoix_like.ops.losses import categorical_kl_divergence, gaussian_kl_divergence, tanh_gaussian_log_prob
 from stoix_like.ops.masking import mask_illegal
 
 
@@ -40,6 +42,14 @@ class MaskedCategorical:
 
     def to_env_action(self, action: jax.Array) -> jax.Array:
         return action
+
+    def parameters(self) -> jax.Array:
+        """`[..., A]` masked logits: with the same mask, all `kl_from` needs of this distribution."""
+        return self.logits
+
+    def kl_from(self, behaviour_logits: jax.Array) -> jax.Array:
+        """`[B]` KL(behaviour ‖ self), the behaviour given by its `parameters()` `[B, A]`."""
+        return categorical_kl_divergence(behaviour_logits, self.logits)
 
 
 def unit_box_to_bounds(action: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
@@ -76,6 +86,16 @@ class TanhGaussian:
     def squash(self, pre_tanh_action: jax.Array) -> jax.Array:
         """The action in [-1, 1] that `log_prob` is the density of (what a Q-critic is trained on)."""
         return jnp.tanh(pre_tanh_action)
+
+    def parameters(self) -> tuple:
+        """`(loc, scale)`, each `[..., D]`: the pre-tanh Gaussian (the env's bounds are fixed, not a parameter)."""
+        return self.loc, self.scale
+
+    def kl_from(self, behaviour_parameters: tuple) -> jax.Array:
+        """`[B]` KL(behaviour ‖ self), the behaviour given by its `parameters()`. Exact: tanh is a bijection, so
+        the squashed distributions are as far apart as their pre-tanh Gaussians."""
+        behaviour_loc, behaviour_scale = behaviour_parameters
+        return gaussian_kl_divergence(behaviour_loc, jnp.log(behaviour_scale), self.loc, jnp.log(self.scale))
 
 
 class DeterministicAction:

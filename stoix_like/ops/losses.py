@@ -2,10 +2,11 @@
 
 Batch-major: axis 0 is the batch B; A is the number of discrete actions, N / M numbers of atoms or
 quantiles. Per-example losses return `[B]` so the caller chooses the reduction (mean, importance
-weights); the PPO, AWR and SAC-temperature losses return the scalar mean they are always used as.
+weights); the policy-gradient losses (REINFORCE, PPO, PPO-penalty, DPO), AWR's and SAC's temperature loss return
+the scalar mean they are always used as.
 
 Targets are wrapped in `stop_gradient`: gradients flow only through the "online" inputs
-(`q_tm1`, `logits_tm1`, `quantiles_tm1`, `log_prob`, `values`, `log_alpha`).
+(`q_tm1`, `logits_tm1`, `quantiles_tm1`, `log_prob`, `kl`, `values`, `log_alpha`).
 
 Action masks are bool `[B, A]`, True for legal actions, and every row must have at least one legal action.
 """
@@ -85,6 +86,142 @@ def ppo_clip_loss(log_prob: Array, old_log_prob: Array, advantages: Array, clip_
     unclipped = ratio * advantages
     clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages
     return -jnp.mean(jnp.minimum(unclipped, clipped))
+
+
+def policy_gradient_loss(log_prob: Array, advantages: Array) -> Array:
+    """REINFORCE's loss with a baseline: the negated likelihood-ratio gradient estimate (to be minimised).
+
+    Args:
+      log_prob: `[B]` log pi(a|s) of the taken actions under the current policy (differentiated).
+      advantages: `[B]` returns minus the baseline (GAE with lambda 1: Monte-Carlo returns minus V(s)).
+
+    Returns:
+      scalar -mean(log_prob * A): its gradient is -mean(A * grad log pi(a|s)).
+    """
+    chex.assert_rank([log_prob, advantages], 1)
+    chex.assert_equal_shape([log_prob, advantages])
+    chex.assert_type([log_prob, advantages], float)
+    return -jnp.mean(log_prob * jax.lax.stop_gradient(advantages))
+
+
+def ppo_penalty_loss(log_prob: Array, old_log_prob: Array, advantages: Array, kl: Array, kl_coef: Numeric
+                     ) -> Array:
+    """PPO's KL-penalised surrogate (Schulman et al., 2017, section 4), to be minimised.
+
+    Args:
+      log_prob: `[B]` log pi(a|s) under the current policy (differentiated).
+      old_log_prob: `[B]` log pi_old(a|s) recorded at collection time.
+      advantages: `[B]` advantage estimates.
+      kl: `[B]` KL(pi_old(.|s) || pi(.|s)) per state (differentiated through pi).
+      kl_coef: beta, the penalty's weight, a scalar (adapted between updates by `adapt_kl_coef`).
+
+    Returns:
+      scalar -mean(rho * A) + beta * mean(KL), with rho = exp(log_prob - old_log_prob).
+    """
+    chex.assert_rank([log_prob, old_log_prob, advantages, kl], 1)
+    chex.assert_equal_shape([log_prob, old_log_prob, advantages, kl])
+    chex.assert_type([log_prob, old_log_prob, advantages, kl], float)
+    ratio = jnp.exp(log_prob - jax.lax.stop_gradient(old_log_prob))
+    surrogate = jnp.mean(ratio * jax.lax.stop_gradient(advantages))
+    return -surrogate + jax.lax.stop_gradient(kl_coef) * jnp.mean(kl)
+
+
+# Schulman et al. (2017), section 4: beta is halved below d_targ / 1.5 and doubled above 1.5 d_targ.
+KL_TOLERANCE = 1.5
+KL_COEF_FACTOR = 2.0
+# A long run of quiet updates (a learning rate decayed towards 0) halves beta every update; kept above this, it never
+# underflows to 0, from which doubling could not bring it back. Kept below the other bound, it never overflows.
+KL_COEF_BOUNDS = (1e-6, 1e6)
+
+
+def adapt_kl_coef(kl_coef: Array, measured_kl: Array, kl_target: Numeric) -> Array:
+    """PPO-penalty's adaptive beta, after an update that moved the policy by `measured_kl`.
+
+    Args:
+      kl_coef: scalar beta used during the update.
+      measured_kl: scalar d = E_s[KL(pi_old(.|s) || pi_new(.|s))] over the update's states.
+      kl_target: scalar d_targ > 0.
+
+    Returns:
+      scalar beta / 2 if d < d_targ / 1.5, beta * 2 if d > 1.5 d_targ, else beta; clipped to KL_COEF_BOUNDS.
+    """
+    chex.assert_rank([kl_coef, measured_kl], 0)
+    chex.assert_type([kl_coef, measured_kl], float)
+    adapted = jnp.where(measured_kl < kl_target / KL_TOLERANCE, kl_coef / KL_COEF_FACTOR,
+                        jnp.where(measured_kl > kl_target * KL_TOLERANCE, kl_coef * KL_COEF_FACTOR, kl_coef))
+    return jnp.clip(adapted, *KL_COEF_BOUNDS)
+
+
+def dpo_loss(log_prob: Array, old_log_prob: Array, advantages: Array, alpha: Numeric, beta: Numeric) -> Array:
+    """Discovered Policy Optimisation's loss (Lu et al., 2022, "Discovered Policy Optimisation"), to be minimised.
+
+    The surrogate rho * A minus DPO's drift, a penalty on moving the ratio rho = pi / pi_old in the advantage's
+    direction that grows slowly at first and linearly later (the tanh saturates):
+      A >= 0: drift = relu((rho - 1) A - alpha tanh((rho - 1) A / alpha))
+      A <  0: drift = relu(log(rho) A - beta tanh(log(rho) A / beta))
+
+    Args:
+      log_prob: `[B]` log pi(a|s) under the current policy (differentiated).
+      old_log_prob: `[B]` log pi_old(a|s) recorded at collection time.
+      advantages: `[B]` advantage estimates.
+      alpha: the drift's scale where A >= 0 (the paper's 2).
+      beta: the drift's scale where A < 0 (the paper's 0.6).
+
+    Returns:
+      scalar -mean(rho * A - drift(rho, A)).
+    """
+    chex.assert_rank([log_prob, old_log_prob, advantages], 1)
+    chex.assert_equal_shape([log_prob, old_log_prob, advantages])
+    chex.assert_type([log_prob, old_log_prob, advantages], float)
+    log_ratio = log_prob - jax.lax.stop_gradient(old_log_prob)
+    ratio = jnp.exp(log_ratio)
+    advantages = jax.lax.stop_gradient(advantages)
+    gain_drift = jax.nn.relu((ratio - 1.0) * advantages - alpha * jnp.tanh((ratio - 1.0) * advantages / alpha))
+    loss_drift = jax.nn.relu(log_ratio * advantages - beta * jnp.tanh(log_ratio * advantages / beta))
+    drift = jnp.where(advantages >= 0.0, gain_drift, loss_drift)
+    return -jnp.mean(ratio * advantages - drift)
+
+
+def categorical_kl_divergence(logits_p: Array, logits_q: Array) -> Array:
+    """KL(p || q) between categoricals given by logits, per example.
+
+    Masked logits (ops.masking's finite fill) are fine when both share the mask: an illegal action has
+    probability exactly 0 under p, and 0 times the finite difference of fills is 0.
+
+    Args:
+      logits_p: `[B, A]` logits of p.
+      logits_q: `[B, A]` logits of q.
+
+    Returns:
+      `[B]` sum_a p(a) (log p(a) - log q(a)).
+    """
+    chex.assert_rank([logits_p, logits_q], 2)
+    chex.assert_equal_shape([logits_p, logits_q])
+    chex.assert_type([logits_p, logits_q], float)
+    log_p = jax.nn.log_softmax(logits_p, axis=-1)
+    log_q = jax.nn.log_softmax(logits_q, axis=-1)
+    return jnp.sum(jnp.exp(log_p) * (log_p - log_q), axis=-1)
+
+
+def gaussian_kl_divergence(mean_p: Array, log_std_p: Array, mean_q: Array, log_std_q: Array) -> Array:
+    """KL(p || q) between diagonal Gaussians, per example, summed over dimensions.
+
+    Also the KL between the tanh-squashed Gaussians they induce: tanh is a bijection, and KL is invariant under
+    a bijection applied to both distributions.
+
+    Args:
+      mean_p, log_std_p: `[B, D]` means and log standard deviations of p.
+      mean_q, log_std_q: `[B, D]` those of q.
+
+    Returns:
+      `[B]` sum_d [log(std_q / std_p) + (std_p^2 + (mean_p - mean_q)^2) / (2 std_q^2) - 1/2].
+    """
+    chex.assert_rank([mean_p, log_std_p, mean_q, log_std_q], 2)
+    chex.assert_equal_shape([mean_p, log_std_p, mean_q, log_std_q])
+    chex.assert_type([mean_p, log_std_p, mean_q, log_std_q], float)
+    variance_ratio = jnp.exp(2.0 * (log_std_p - log_std_q))
+    scaled_mean_gap = jnp.square((mean_p - mean_q) * jnp.exp(-log_std_q))
+    return jnp.sum(log_std_q - log_std_p + 0.5 * (variance_ratio + scaled_mean_gap) - 0.5, axis=-1)
 
 
 def clipped_value_loss(values: Array, old_values: Array, targets: Array, clip_eps: Numeric) -> Array:

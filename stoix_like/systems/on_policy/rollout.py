@@ -1,7 +1,8 @@
 """What on-policy systems share: the initial state, a rollout of the current policy, epochs of shuffled minibatches.
 
-PPO and PQN differ in how they act and what they learn from a batch; how they collect the batch, sweep over it
-and move the observation statistics is the same, so it lives here once. Every helper runs inside the learner (one
+The actor-critics (policy_gradient.py: PPO, PPO-penalty, DPO, REINFORCE) and PQN differ in how they act and what
+they learn from a batch; how they collect the batch, sweep over it and move the observation statistics is the same,
+so it lives here once. Every helper runs inside the learner (one
 update-batch slot).
 """
 

@@ -1,0 +1,207 @@
+"""The actor-critic loop PPO, PPO-penalty, DPO and REINFORCE share, parameterised by the actor's objective.
+
+One update: roll the current policy out, recording each step's value, log-probability and the acting
+distribution's parameters → truncation-correct GAE → epochs × minibatches of actor and critic updates → the
+objective adapts to how far the update moved the policy (PPO-penalty's β; the others carry no state).
+
+An algorithm is an `ActorObjective` (its policy loss and, if it has one, how its state adapts) and a `CriticLoss`
+(PPO's clipped value loss, or plain regression); `set_up` builds the networks, optimisers and state around them.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, NamedTuple, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+from omegaconf import DictConfig
+
+from stoix_like import normalization, parallel
+from stoix_like.budget import Budget
+from stoix_like.compilation_cache import jitted_init
+from stoix_like.envs.environment import Environment, example_observation
+from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.evaluator import actor_policy
+from stoix_like.networks.factory import build_actor, build_critic
+from stoix_like.ops.losses import clipped_value_loss, l2_loss
+from stoix_like.ops.returns import truncated_gae
+from stoix_like.optim import make_optimizer
+from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
+from stoix_like.systems.on_policy import rollout
+from stoix_like.types import (
+    ActorCriticApplyFns,
+    ActorCriticOptStates,
+    ActorCriticParams,
+    ActorCriticTransition,
+    ActorCriticUpdateFns,
+    Array,
+    Metrics,
+    OnPolicyLearnerState,
+)
+
+
+class PolicyLossInputs(NamedTuple):
+    """What an actor objective sees of one minibatch, `[B]` each."""
+
+    log_prob: Array  # log π(a|s) under the actor being learnt (differentiated)
+    behaviour_log_prob: Array  # log π_old(a|s), recorded when acting
+    advantages: Array  # standardised over the minibatch when system.standardize_advantages
+    kl: Array  # KL(π_old(·|s) ‖ π(·|s)), exact, from the recorded distribution (differentiated through π)
+
+
+def _stateless(learner_state: Any) -> Any:
+    del learner_state
+    return ()
+
+
+class ActorObjective(NamedTuple):
+    """How an on-policy actor learns from a rollout."""
+
+    # (inputs, objective state) -> the scalar to minimise (the entropy bonus is added by the loop)
+    policy_loss: Callable[[PolicyLossInputs, Any], Array]
+    # learner state -> the objective's state, read once per update and fixed through its epochs (PPO-penalty: β)
+    state_of: Callable[[Any], Any] = _stateless
+    # after each update: (learner state, E_s[KL(π_old ‖ π_new)] over the rollout and every slot) -> (learner state
+    # with the objective's state adapted, metrics). None: the objective has no state to adapt.
+    adapt: Optional[Callable[[Any, Array], Tuple[Any, Metrics]]] = None
+
+
+# critic_loss(values, values recorded when acting, targets) -> the scalar to minimise (before system.vf_coef)
+CriticLoss = Callable[[Array, Array, Array], Array]
+
+
+def clipped_critic(clip_eps: float) -> CriticLoss:
+    """PPO's critic: the value may not gain by moving more than `clip_eps` from its recorded prediction."""
+    return functools.partial(clipped_value_loss, clip_eps=clip_eps)
+
+
+def regression_critic(values: Array, recorded_values: Array, targets: Array) -> Array:
+    """A plain baseline: 0.5 · mean((V(s) - target)²)."""
+    del recorded_values
+    return jnp.mean(l2_loss(values - targets))
+
+
+def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
+                   config: DictConfig, budget: Budget, objective: ActorObjective, critic_loss: CriticLoss) -> Learner:
+    system = config.system
+    actor_apply, critic_apply = apply_fns
+    actor_update, critic_update = update_fns
+
+    def act(params: ActorCriticParams, observation, key: jax.Array):
+        dist = actor_apply(params.actor, observation)
+        action = dist.sample(key)
+        recorded = {"value": critic_apply(params.critic, observation), "log_prob": dist.log_prob(action),
+                    "behaviour": dist.parameters()}
+        return action, dist.to_env_action(action), recorded
+
+    def collect_trajectory(state) -> Tuple[Any, ActorCriticTransition]:
+        state, steps = rollout.collect_rollout(env, act, state, system.rollout_length)
+        # The value of each step's true successor: one (T × envs) batched pass instead of T small ones.
+        next_observations = normalization.normalize(state.obs_norm, steps.next_observation)
+        next_values = critic_apply(state.params.critic, next_observations)
+        return state, ActorCriticTransition(
+            done=steps.done,
+            truncated=steps.done & (steps.discount != 0.0),
+            action=steps.action,
+            value=steps.policy_extras["value"],
+            next_value=next_values,
+            reward=steps.reward,
+            log_prob=steps.policy_extras["log_prob"],
+            behaviour=steps.policy_extras["behaviour"],
+            observation=steps.observation,
+            episode_metrics=steps.episode_metrics,
+        )
+
+    def actor_loss(actor_params, traj: ActorCriticTransition, advantages: Array, obs_norm, key: jax.Array,
+                   objective_state: Any):
+        dist = actor_apply(actor_params, normalization.normalize(obs_norm, traj.observation))
+        log_prob = dist.log_prob(traj.action)
+        if system.standardize_advantages:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        kl = dist.kl_from(traj.behaviour)
+        policy_loss = objective.policy_loss(PolicyLossInputs(log_prob, traj.log_prob, advantages, kl), objective_state)
+        entropy = dist.entropy(seed=key).mean()
+        approx_kl = jnp.mean(traj.log_prob - log_prob)
+        total = policy_loss - system.ent_coef * entropy
+        return total, {"actor_loss": policy_loss, "entropy": entropy, "approx_kl": approx_kl, "kl": jnp.mean(kl)}
+
+    def critic_loss_and_metrics(critic_params, traj: ActorCriticTransition, targets: Array, obs_norm):
+        values = critic_apply(critic_params, normalization.normalize(obs_norm, traj.observation))
+        value_loss = critic_loss(values, traj.value, targets)
+        return system.vf_coef * value_loss, {"value_loss": value_loss}
+
+    def update_minibatch(carry, minibatch, entropy_key: jax.Array, objective_state: Any):
+        params, opt_states, obs_norm = carry
+        traj, advantages, targets = minibatch
+        actor_grads, actor_metrics = jax.grad(actor_loss, has_aux=True)(
+            params.actor, traj, advantages, obs_norm, entropy_key, objective_state)
+        critic_grads, critic_metrics = jax.grad(critic_loss_and_metrics, has_aux=True)(
+            params.critic, traj, targets, obs_norm)
+        actor_grads, critic_grads, metrics = parallel.pmean_batch_then_device(
+            (actor_grads, critic_grads, {**actor_metrics, **critic_metrics}))
+        actor_updates, actor_opt = actor_update(actor_grads, opt_states.actor, params.actor)
+        critic_updates, critic_opt = critic_update(critic_grads, opt_states.critic, params.critic)
+        params = ActorCriticParams(
+            jax.tree_util.tree_map(jnp.add, params.actor, actor_updates),
+            jax.tree_util.tree_map(jnp.add, params.critic, critic_updates),
+        )
+        return (params, ActorCriticOptStates(actor_opt, critic_opt), obs_norm), metrics
+
+    def policy_shift(actor_params, obs_norm, traj: ActorCriticTransition) -> Array:
+        """E_s[KL(π_old ‖ π)] over the rollout's states, averaged over every slot so that all adapt alike."""
+        observation, behaviour = jax.tree_util.tree_map(
+            lambda x: x.reshape((-1,) + x.shape[2:]), (traj.observation, traj.behaviour))
+        dist = actor_apply(actor_params, normalization.normalize(obs_norm, observation))
+        return parallel.pmean_batch_then_device(jnp.mean(dist.kl_from(behaviour)))
+
+    def update_step(state) -> Tuple[Any, LearnerOutput]:
+        state, traj = collect_trajectory(state)
+        advantages, targets = truncated_gae(
+            traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma, system.gae_lambda)
+        acting_obs_norm = state.obs_norm  # learn_from_rollout moves the statistics only after learning
+        learn_minibatch = functools.partial(update_minibatch, objective_state=objective.state_of(state))
+        state, train_metrics = rollout.learn_from_rollout(
+            learn_minibatch, state, (traj, advantages, targets), traj.observation, system)
+        if objective.adapt is not None:
+            state, adapt_metrics = objective.adapt(state, policy_shift(state.params.actor, acting_obs_norm, traj))
+            train_metrics = {**train_metrics, **adapt_metrics}
+        return state, LearnerOutput(episode_metrics=traj.episode_metrics, train_metrics=train_metrics)
+
+    return parallel.scan_updates(update_step, budget.updates_per_evaluation)
+
+
+def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, objective: ActorObjective,
+           critic_loss: CriticLoss, state_type: Callable[..., Any] = OnPolicyLearnerState,
+           **objective_state: Any) -> SystemSetup:
+    """A system's `learner_setup`: separate actor and critic networks and optimisers, and the initial state
+    (`state_type`, with the objective's own fields `objective_state` besides the on-policy ones)."""
+    system = config.system
+    rollout.check_minibatches(system, budget)
+    actor = build_actor(config.network, env.action_space)
+    critic = build_critic(config.network)
+    batched_env = VmapWrapper(env)
+
+    key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
+    observation = example_observation(env)
+    # jitted: an eager flax init dispatches one tiny XLA program per layer operation
+    params = ActorCriticParams(jitted_init(actor)(actor_key, observation), jitted_init(critic)(critic_key, observation))
+
+    optimizer_steps = rollout.optimizer_steps(system, budget)
+    actor_optimizer = make_optimizer(system.actor_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
+    critic_optimizer = make_optimizer(system.critic_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
+    opt_states = ActorCriticOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(params.critic))
+    learner_state = rollout.initial_learner_state(state_type, env, env_key, step_key, system, budget,
+                                                  params=params, opt_states=opt_states, **objective_state)
+    learner_fn = get_learner_fn(
+        batched_env,
+        ActorCriticApplyFns(actor.apply, critic.apply),
+        ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update),
+        config, budget, objective, critic_loss,
+    )
+    return SystemSetup(
+        learner_fn=learner_fn,
+        learner_state=learner_state,
+        eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
+        eval_params=lambda slot: (slot.params.actor, slot.obs_norm),
+    )
