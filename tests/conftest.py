@@ -86,15 +86,6 @@ def python_subprocess(compilation_cache_dir):
     return _run
 
 
-# An off-policy entry point on brax, tiny everything (brax compiles slowly on a CPU): 16 env steps, one evaluation,
-# no warm-up rollout (one brax compile less). A test adds its env, batch and network sizes.
-TINY_OFF_POLICY_BRAX_RUN = [
-    "env.max_episode_steps=16", "arch.total_num_envs=2", "arch.num_evaluation=1", "arch.num_eval_episodes=2",
-    "system.rollout_length=4", "system.warmup_rollout_length=0", "arch.total_timesteps=16",
-    "system.gradient_steps_per_update=1", "system.total_buffer_size=64",
-]
-
-
 def assert_population_learns(compose, algorithm: str, first_seed: int = 0, num_seeds: int = 8,
                              overrides: Sequence[str] = (), env: Optional[str] = None) -> None:
     """The learning-test pattern: `num_seeds` seeds of the shipped defaults in one program must meet the

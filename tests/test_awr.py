@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import TINY_OFF_POLICY_BRAX_RUN, assert_population_learns
+from conftest import assert_population_learns
 
 from stoix_like import config_schema, experiment, parallel, replay
 from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace
@@ -233,21 +233,3 @@ def test_awr_learns_cartpole(compose):
 
 def test_awr_learns_pendulum(compose):
     assert_population_learns(compose, "awr", env="gymnax/pendulum", num_seeds=PENDULUM_SEEDS)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Brax: the real entry point, tiny everything (brax compiles slowly on a CPU)
-# ----------------------------------------------------------------------------------------------------
-
-BRAX_SMOKE = [
-    *TINY_OFF_POLICY_BRAX_RUN, "system.sequence_length=4", "system.total_batch_size=2",  # no warm-up: 4 steps stored
-    "network.actor_network.pre_torso.layer_sizes=[16]", "network.critic_network.pre_torso.layer_sizes=[16]",
-]
-
-
-@pytest.mark.parametrize("env", ["brax/ant", pytest.param("brax/halfcheetah", marks=pytest.mark.slow)])
-def test_awr_runs_on_brax(env, python_subprocess, tmp_path):
-    result = python_subprocess(["-m", "experiments.awr", f"env={env}", *BRAX_SMOKE], cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "replay ratio: 1 gradient steps on 8 sampled transitions (2 sequences of 4 steps)" in result.stdout
-    assert "[absolute]" in result.stdout and "done: 16 steps" in result.stdout, result.stdout[-3000:]

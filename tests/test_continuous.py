@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import TINY_OFF_POLICY_BRAX_RUN, assert_population_learns
+from conftest import assert_population_learns
 
 from stoix_like import replay
 from stoix_like.envs.environment import ContinuousActionSpace
@@ -237,6 +237,12 @@ def test_d4pg_learns_pendulum(compose):
 # ----------------------------------------------------------------------------------------------------
 # Brax: the real entry points on brax/ant, tiny everything (brax compiles slowly on a CPU)
 # ----------------------------------------------------------------------------------------------------
+
+TINY_OFF_POLICY_BRAX_RUN = [
+    "env.max_episode_steps=16", "arch.total_num_envs=2", "arch.num_evaluation=1", "arch.num_eval_episodes=2",
+    "system.rollout_length=4", "system.warmup_rollout_length=0", "arch.total_timesteps=16",
+    "system.gradient_steps_per_update=1", "system.total_buffer_size=64",
+]
 
 BRAX_SMOKE = [
     "env=brax/ant", *TINY_OFF_POLICY_BRAX_RUN, "system.total_batch_size=8",

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_population_learns, run_python
+from conftest import assert_population_learns
 
 from stoix_like import envs as envs_lib
 from stoix_like import experiment, parallel
@@ -126,55 +125,3 @@ def test_learns_cartpole(compose, algorithm):
 @pytest.mark.parametrize("algorithm", ["reinforce", "ppo_penalty", "dpo"])
 def test_learns_pendulum(compose, algorithm):
     assert_population_learns(compose, algorithm, env="gymnax/pendulum", num_seeds=PENDULUM_SEEDS)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Brax: every system's learner, one learn call of 2 updates on brax/ant and brax/halfcheetah, in one process.
-# Brax's physics dominates the cost (it is compiled into each learner), so XLA's backend optimisation is off and
-# nothing is evaluated: the evaluator is the one PPO's brax run in test_end_to_end.py checks.
-# ----------------------------------------------------------------------------------------------------
-
-BRAX_SMOKE = r"""
-import sys, time
-import jax, numpy as np
-sys.path.insert(0, sys.argv[2])  # tests/, for conftest
-from conftest import compose_config
-from stoix_like import envs as envs_lib, experiment, parallel
-from stoix_like.systems import system_module
-
-TINY = ["env.max_episode_steps=16", "arch.total_num_envs=2", "arch.num_evaluation=1", "arch.num_eval_episodes=1",
-        "system.rollout_length=4", "system.num_minibatches=2", "arch.total_timesteps=16",
-        "network.actor_network.pre_torso.layer_sizes=[16]", "network.critic_network.pre_torso.layer_sizes=[16]"]
-for env_name in ("brax/ant", "brax/halfcheetah"):
-    train_env = None  # one env object for the three systems: the jitted initial state is compiled once for two
-    for algorithm in ("reinforce", "ppo_penalty", "dpo"):
-        start = time.perf_counter()
-        config = compose_config(algorithm, [f"env={env_name}", *TINY], base_exp_path=sys.argv[1])
-        budget = experiment.make_budget(config)
-        train_env = train_env or envs_lib.make(config.env)[0]
-        setup = system_module(algorithm).learner_setup(train_env, jax.random.PRNGKey(0), config, budget)
-        state, output = parallel.distribute(setup.learner_fn)(setup.learner_state)
-        metrics = {name: np.asarray(value) for name, value in output.train_metrics.items()}
-        updates = metrics["actor_loss"].shape[-1]
-        finite = all(np.isfinite(value).all() for value in metrics.values())
-        moved = any((np.asarray(a) != np.asarray(b)).any() for a, b in zip(
-            jax.tree_util.tree_leaves(state.params.actor), jax.tree_util.tree_leaves(setup.learner_state.params.actor)))
-        print(f"smoke: {algorithm} {env_name} action_dim={train_env.action_space.action_dim} updates={updates} "
-              f"finite={finite} moved={moved}", flush=True)
-        print(f"took {algorithm} {env_name} {time.perf_counter() - start:.1f}s", flush=True)
-"""
-
-
-@pytest.mark.slow
-def test_every_system_runs_on_brax_ant_and_halfcheetah(tmp_path):
-    xla_flags = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
-    # run in tmp_path: brax's MuJoCo model loader writes MUJOCO_LOG.TXT into the working directory
-    result = run_python(["-c", BRAX_SMOKE, str(tmp_path), os.path.dirname(os.path.abspath(__file__))], cwd=tmp_path,
-                        env={"XLA_FLAGS": xla_flags}, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    print("\n".join(line for line in result.stdout.splitlines() if line.startswith("took ")))
-    lines = [line[len("smoke: "):] for line in result.stdout.splitlines() if line.startswith("smoke: ")]
-    expected = [f"{algorithm} {env} action_dim={dim} updates=2 finite=True moved=True"
-                for env, dim in (("brax/ant", 8), ("brax/halfcheetah", 6))
-                for algorithm in ("reinforce", "ppo_penalty", "dpo")]
-    assert lines == expected, result.stdout
