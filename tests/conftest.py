@@ -68,6 +68,16 @@ def run_python(args: Sequence[str], cwd: os.PathLike, env: Optional[Dict[str, st
                           timeout=timeout)
 
 
+def unoptimized_xla() -> Dict[str, str]:
+    """The env of a smoke-run subprocess: XLA's backend optimisation off.
+
+    A smoke run executes a few steps of programs that take a minute to compile (brax's physics, Craftax's world,
+    MJX), so compiling them unoptimised halves its cost; what it checks (that the programs build, run and log)
+    does not depend on how fast the compiled code is.
+    """
+    return {"XLA_FLAGS": " ".join(filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))}
+
+
 @pytest.fixture(scope="session")
 def compilation_cache_dir(tmp_path_factory) -> pathlib.Path:
     """One jax compilation cache for this test session's subprocesses; each session starts cold."""

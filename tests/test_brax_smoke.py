@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import run_python
+from conftest import run_python, unoptimized_xla
 
 TINY = ["env.max_episode_steps=16", "arch.total_num_envs=2", "arch.num_evaluation=1", "arch.num_eval_episodes=1",
         "network.actor_network.pre_torso.layer_sizes=[16]"]
@@ -68,11 +68,10 @@ for env_name in env_names:
 def test_every_policy_optimization_system_runs_on_brax_ant_and_halfcheetah(tmp_path):
     import json
 
-    xla_flags = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
     # run in tmp_path: brax's MuJoCo model loader writes MUJOCO_LOG.TXT into the working directory
     result = run_python(["-c", SMOKE, str(tmp_path), os.path.dirname(os.path.abspath(__file__)),
                          json.dumps({algorithm: [*TINY, *overrides] for algorithm, overrides in SMOKE_OF.items()}),
-                         json.dumps(list(ENVS))], cwd=tmp_path, env={"XLA_FLAGS": xla_flags},
+                         json.dumps(list(ENVS))], cwd=tmp_path, env=unoptimized_xla(),
                         timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     print("\n".join(line for line in result.stdout.splitlines() if line.startswith("took ")))

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_population_learns
+from conftest import assert_population_learns, unoptimized_xla
 
 from stoix_like import replay
 from stoix_like.envs.environment import ContinuousActionSpace
@@ -252,7 +252,8 @@ BRAX_SMOKE = [
 
 def run_on_brax_ant(algorithm: str, python_subprocess, tmp_path) -> None:
     extra = ["system.n_step=2"] if algorithm == "d4pg" else []
-    result = python_subprocess(["-m", f"experiments.{algorithm}", *BRAX_SMOKE, *extra], cwd=tmp_path)
+    result = python_subprocess(["-m", f"experiments.{algorithm}", *BRAX_SMOKE, *extra], cwd=tmp_path,
+                               env=unoptimized_xla())
     assert result.returncode == 0, result.stderr[-3000:]
     assert "replay ratio:" in result.stdout
     assert "[absolute]" in result.stdout and "done: 16 steps" in result.stdout, result.stdout[-3000:]

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import compose_config
+from conftest import compose_config, unoptimized_xla
 from stoix_like.envs import factory
 from stoix_like.envs.environment import ContinuousActionSpace, Environment
 from stoix_like.envs.wrappers import VmapWrapper
@@ -305,7 +305,8 @@ SMOKE_RUNS = {
 def test_ppo_smoke_run_through_the_entry_point(suite: str, command_line: Sequence[str], python_subprocess,
                                                tmp_path: pathlib.Path):
     needs_extra(suite)
-    completed = python_subprocess(["-m", "experiments.ppo", *command_line, *TINY], cwd=tmp_path)
+    completed = python_subprocess(["-m", "experiments.ppo", *command_line, *TINY], cwd=tmp_path,
+                                  env=unoptimized_xla())
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert re.search(r"^done: 16 steps \|", completed.stdout, flags=re.MULTILINE), completed.stdout
     (run_dir,) = re.findall(r"^logs: (.+)$", completed.stdout, flags=re.MULTILINE)
