@@ -71,16 +71,16 @@ def setup_worker(overrides: list, num_seeds: int) -> dict:
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose(config_name="ppo", overrides=overrides + [f"arch.num_seeds={num_seeds}"])
-    compilation_cache.use_process_compilation_cache()
     budget = experiment.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
     start, per_call, states = time.perf_counter(), [], []
-    for seed in experiment.seeds_of(config):
-        call_start = time.perf_counter()
-        setup = ppo.learner_setup(train_env, jax.random.split(jax.random.PRNGKey(seed))[0], config, budget)
-        jax.block_until_ready(setup.learner_state)
-        per_call.append(time.perf_counter() - call_start)
-        states.append(setup.learner_state)
+    with compilation_cache.setup_programs_cached():
+        for seed in experiment.seeds_of(config):
+            call_start = time.perf_counter()
+            setup = ppo.learner_setup(train_env, jax.random.split(jax.random.PRNGKey(seed))[0], config, budget)
+            jax.block_until_ready(setup.learner_state)
+            per_call.append(time.perf_counter() - call_start)
+            states.append(setup.learner_state)
     stack_start = time.perf_counter()
     jax.block_until_ready(parallel.stack_seeds(states))
     return {"setup_seconds": time.perf_counter() - start, "per_call_seconds": per_call,

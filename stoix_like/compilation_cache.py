@@ -10,16 +10,21 @@ Tracing and lowering a program again costs as much as loading it, so what is set
 once per process: `jit_once` keeps one jitted function per key (a network init per network configuration), and
 jax's own cache then serves every later call of the same shapes without tracing.
 
-A cache the user configured (`JAX_COMPILATION_CACHE_DIR` or `jax.config`) is used as it is. Otherwise the cache is
-a private temporary directory of this process, removed when it exits, so no state outlives the run.
+A cache the user configured (`JAX_COMPILATION_CACHE_DIR` or `jax.config`) is used as it is, for every program.
+Otherwise the cache is a private temporary directory of this process, removed when it exits, so no state outlives
+the run, and it is on only while a run sets up (`setup_programs_cached`): the learner and the evaluators are
+compiled afresh. They are compiled once per run anyway, and loading a large CPU executable back
+(`deserialize_executable`) crashed a test process once with a segmentation fault (jax 0.10.2, a CI run in which a
+second DQN population in one process loaded the first one's learner).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, Hashable
+from typing import Any, Callable, Dict, Hashable, Iterator
 
 import jax
 from jax._src import compilation_cache as jax_compilation_cache  # reset_cache: no public equivalent in jax 0.10
@@ -28,18 +33,31 @@ _private_directory: str | None = None
 _jitted_by_key: Dict[Hashable, Callable] = {}
 
 
-def use_process_compilation_cache() -> None:
-    """Turn on a process-private persistent compilation cache unless one is configured already (idempotent)."""
+@contextlib.contextmanager
+def setup_programs_cached() -> Iterator[None]:
+    """Within: a process-private persistent compilation cache is on (unless the user configured one, which is
+    always on). Setting up N seeds compiles each setup program once and loads it N - 1 times."""
     global _private_directory
     # jax declares its options at run time, so the type checker cannot see this attribute
-    if jax.config.jax_compilation_cache_dir or _private_directory is not None:  # type: ignore[attr-defined]
+    if _private_directory is None and jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]
+        yield  # the user's cache, on for everything
         return
-    _private_directory = tempfile.mkdtemp(prefix="stoix_like_xla_cache_")
-    atexit.register(shutil.rmtree, _private_directory, ignore_errors=True)
-    jax.config.update("jax_compilation_cache_dir", _private_directory)
-    # small programs (an init, a reset) are exactly the ones compiled again per seed: cache them all
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    # jax decides whether a cache is in use at its first compilation, which may have happened already
+    if _private_directory is None:
+        _private_directory = tempfile.mkdtemp(prefix="stoix_like_xla_cache_")
+        atexit.register(shutil.rmtree, _private_directory, ignore_errors=True)
+        jax.config.update("jax_compilation_cache_dir", _private_directory)
+        # small programs (an init, a reset) are exactly the ones compiled again per seed: cache them all
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    _use_private_cache(True)
+    try:
+        yield
+    finally:
+        _use_private_cache(False)
+
+
+def _use_private_cache(enabled: bool) -> None:
+    jax.config.update("jax_enable_compilation_cache", enabled)
+    # jax decides whether a cache is in use at its first compilation and remembers it: forget the decision
     jax_compilation_cache.reset_cache()
 
 

@@ -114,7 +114,6 @@ def train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> Ru
     # Everything a user can get wrong is checked here, before processes connect, envs, setup or compilation.
     config_schema.validate(config)  # every key's type and range: stoix_like/config_schema.py
     parallel.maybe_initialize_distributed(config.arch)
-    compilation_cache.use_process_compilation_cache()  # N seeds' identical setup programs compile once
     budget = make_budget(config)
     # Live progress in a long interval: the learner is built for a share of it and called that many times (a
     # progress line after each). The updates, steps and schedules are the same. Host callbacks stay out of the
@@ -151,7 +150,8 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     calls_per_evaluation = call_budget.num_evaluation // budget.num_evaluation
     train_env, eval_env = envs_lib.make(config.env)
     logger.message(_describe(algorithm, config, budget, seeds))
-    prepared = set_up(learner_setup, train_env, config, call_budget, seeds)
+    with compilation_cache.setup_programs_cached():  # N seeds' identical setup programs compile once
+        prepared = set_up(learner_setup, train_env, config, call_budget, seeds)
     # Resume (or load params) before compiling, so that a refused checkpoint costs no compilation.
     learner_state, progress = resume(checkpoints, prepared, budget, logger)
     loop = Loop(call_budget, seeds, prepared.system, logger,
