@@ -5,7 +5,7 @@ the Lagrange multiplier of a KL bound ε_η on how far the reweighted policy may
 dual (`mpo_temperature_loss`, `vmpo_temperature_loss`). The M-step fits the policy to the reweighted actions by
 weighted maximum likelihood (`weighted_log_likelihood_loss`) under KL bounds against a fixed target policy,
 each enforced by a learnt multiplier α (`kl_constraint_loss`): a categorical policy has one KL
-(`categorical_kl`), a Gaussian one a KL of its mean and one of its scale (`gaussian_kl_decoupled`), so that the
+(`ops.losses.categorical_kl_divergence`), a Gaussian one a KL of its mean and one of its scale (`gaussian_kl_decoupled`), so that the
 mean may move fast while the scale, which would otherwise collapse, moves slowly.
 
 Every multiplier must stay positive, so it is learnt in log space: `multiplier = exp(log_multiplier)`
@@ -146,27 +146,6 @@ def weighted_log_likelihood_loss(log_probs: Array, weights: Array) -> Array:
     chex.assert_equal_shape([log_probs, weights])
     chex.assert_type([log_probs, weights], float)
     return -jnp.mean(jnp.sum(jax.lax.stop_gradient(weights) * log_probs, axis=-1))
-
-
-def categorical_kl(target_logits: Array, online_logits: Array) -> Array:
-    """KL(target ‖ online) of two categorical distributions, per state.
-
-    Masked logits (ops.masking's finite fill) are fine: an illegal action has probability 0 under the target and
-    contributes nothing.
-
-    Args:
-      target_logits: `[B, A]` the fixed distribution's logits.
-      online_logits: `[B, A]` the learnt distribution's logits (differentiated).
-
-    Returns:
-      `[B]` KL divergences.
-    """
-    chex.assert_rank([target_logits, online_logits], 2)
-    chex.assert_equal_shape([target_logits, online_logits])
-    chex.assert_type([target_logits, online_logits], float)
-    target_log_probs = jax.nn.log_softmax(target_logits, axis=-1)
-    online_log_probs = jax.nn.log_softmax(online_logits, axis=-1)
-    return jnp.sum(jnp.exp(target_log_probs) * (target_log_probs - online_log_probs), axis=-1)
 
 
 def gaussian_kl_decoupled(target_loc: Array, target_scale: Array, online_loc: Array, online_scale: Array

@@ -24,6 +24,7 @@ from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace
 from stoix_like.errors import ConfigError
 from stoix_like.networks.distributions import MaskedCategorical, TanhGaussian
 from stoix_like.ops import mpo as mpo_ops
+from stoix_like.ops.losses import categorical_kl_divergence
 from stoix_like.types import Array, DualVariables
 
 Policy = Union[MaskedCategorical, TanhGaussian]
@@ -93,7 +94,7 @@ def policy_kls(target: Policy, online: Policy) -> Tuple[Array, Dict[str, Array]]
                                                           online.scale)
         return jnp.stack([kl_mean, kl_scale], axis=-1), {"kl_mean": jnp.mean(kl_mean), "kl_scale": jnp.mean(kl_scale)}
     assert isinstance(online, MaskedCategorical) and isinstance(target, MaskedCategorical)
-    kl = mpo_ops.categorical_kl(jax.lax.stop_gradient(target.logits), online.logits)
+    kl = categorical_kl_divergence(jax.lax.stop_gradient(target.logits), online.logits)
     return kl[:, None], {"kl_categorical": jnp.mean(kl)}
 
 
