@@ -109,3 +109,37 @@ def assert_population_learns(compose, algorithm: str, first_seed: int = 0, num_s
     run = train_population(algorithm, compose, first_seed, num_seeds, overrides, env)
     print(run.describe())
     assert not run.problems, run.describe()
+
+
+# The longest tests, in CI's seconds on 2 cores (its `--durations` of the last full runs); everything named
+# `*_learns_*` (a population) counts as LONG_BY_DEFAULT unless listed.
+EXPECTED_SECONDS = {
+    "test_every_policy_optimization_system_runs_on_brax": 180,  # per env
+    "test_rainbow_learns_cartpole": 290,
+    "test_sac_learns_pendulum": 265,
+    "test_d4pg_learns_pendulum": 255,
+    "test_td3_learns_pendulum": 230,
+    "test_ddpg_learns_pendulum": 165,
+    "test_mpo_learns_pendulum": 155,
+    "test_c51_learns_cartpole": 135,
+    "test_vmpo_learns_pendulum": 130,
+    "test_two_processes_under_load_never_deadlock_and_repeat_exactly": 130,
+    "test_qr_dqn_learns_cartpole": 130,
+}
+LONG_BY_DEFAULT = 60
+
+
+def expected_seconds(item: pytest.Item) -> float:
+    name = item.name.split("[")[0]
+    return EXPECTED_SECONDS.get(name, LONG_BY_DEFAULT if "_learns_" in name else 0)
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Long tests first, longest first; the rest keep their order.
+
+    pytest-xdist gives each worker a contiguous share of the collection, and an idle worker steals from the back of
+    the other's queue. A long test left near the end (rainbow's population closed test_value_based.py) keeps one
+    core busy while the other idles; queued longest first, the run ends on short tests that the two workers share
+    evenly. The figures only order the queue: a stale one costs balance, never a result.
+    """
+    items.sort(key=lambda item: -expected_seconds(item))  # stable: ties keep the collection's order

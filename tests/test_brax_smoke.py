@@ -1,5 +1,5 @@
 """Every continuous-action system of the policy-optimisation family learns on brax/ant and brax/halfcheetah:
-one learn call of two updates each, in one process.
+one learn call of two updates each, the six learners in one process per env.
 
 Brax's physics dominates the cost (it is compiled into every learner: ~70 CPU-seconds per entry-point run), so the
 learners run with XLA's backend optimisation off and evaluate nothing; the entry points with evaluation on brax
@@ -65,18 +65,19 @@ for env_name in env_names:
 
 
 @pytest.mark.slow
-def test_every_policy_optimization_system_runs_on_brax_ant_and_halfcheetah(tmp_path):
+@pytest.mark.parametrize("env_name", list(ENVS))  # one test per env, so that two workers can share them
+def test_every_policy_optimization_system_runs_on_brax(tmp_path, env_name):
     import json
 
     # run in tmp_path: brax's MuJoCo model loader writes MUJOCO_LOG.TXT into the working directory
     result = run_python(["-c", SMOKE, str(tmp_path), os.path.dirname(os.path.abspath(__file__)),
                          json.dumps({algorithm: [*TINY, *overrides] for algorithm, overrides in SMOKE_OF.items()}),
-                         json.dumps(list(ENVS))], cwd=tmp_path, env=unoptimized_xla(),
+                         json.dumps([env_name])], cwd=tmp_path, env=unoptimized_xla(),
                         timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     print("\n".join(line for line in result.stdout.splitlines() if line.startswith("took ")))
     lines = [line[len("smoke: "):] for line in result.stdout.splitlines() if line.startswith("smoke: ")]
     # 16 steps of 2 envs in rollouts of 4: two updates in the one learn call
-    expected = [f"{algorithm} {env} action_dim={dim} updates=2 finite=True moved=True"
-                for env, dim in ENVS.items() for algorithm in SMOKE_OF]
+    expected = [f"{algorithm} {env_name} action_dim={ENVS[env_name]} updates=2 finite=True moved=True"
+                for algorithm in SMOKE_OF]
     assert lines == expected, result.stdout[-3000:]
