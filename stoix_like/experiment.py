@@ -56,7 +56,7 @@ def make_budget(config: DictConfig) -> budget_lib.Budget:
 
 
 def seeds_of(config: DictConfig) -> List[int]:
-    """Seed k of an N-seed run is `arch.seed + k`: exactly the run `arch.seed=<that>` would be."""
+    """Seed k of an N-seed run is `arch.seed + k`: the same keys and initial state as the run `arch.seed=<that>`."""
     num_seeds = int(config.arch.num_seeds)
     if num_seeds < 1:
         raise ConfigError(f"arch.num_seeds={num_seeds} must be at least 1.")
