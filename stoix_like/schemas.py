@@ -88,6 +88,10 @@ class EnvSchema:
     kwargs: Dict[str, Any] = field(default_factory=dict)
     max_episode_steps: Optional[int] = key(integer(
         POSITIVE_INT, "the time limit in steps, a truncation; null: the suite's own", nullable=True))
+    resets_per_step: Optional[int] = key(integer(
+        POSITIVE_INT, "fresh initial states generated per step for the envs of a batch slot that finished (at most "
+        "its envs); null: one per finished env, exact. For suites whose reset costs many steps (Craftax)",
+        nullable=True))
     observation_layout: str = key(choice(OBSERVATION_LAYOUTS, "flat: the observation as one vector (an MLP torso); "
                                                               "image: a (height, width, channels) grid kept for a "
                                                               "CNN torso"))

@@ -177,6 +177,49 @@ def test_vmap_wrapper_batches_reset_and_step(cartpole):
     assert timesteps.extras["episode_metrics"]["episode_length"].shape == (3,)
 
 
+def test_shared_resets_restart_finished_envs_in_turn_and_leave_the_others_exact():
+    """env.resets_per_step=k: the envs that finish on a step take k fresh initial states in turn; everything else
+    (the envs still running, and every finished env's reward, discount, step type and next_obs) is exactly what the
+    one-reset-per-env wrapper gives."""
+    exact = VmapWrapper(make(env_config("gymnax", "CartPole-v1", max_episode_steps=2))[0])
+    shared = VmapWrapper(make({**env_config("gymnax", "CartPole-v1", max_episode_steps=2), "resets_per_step": 1})[0])
+    actions = jnp.zeros((4,), jnp.int32)
+
+    @jax.jit
+    def two_steps(key):
+        states, _ = exact.reset(jax.random.split(key, 4))
+        stepped, _ = exact.step(states, actions)
+        # envs 0 and 1 are one step into their episodes, envs 2 and 3 fresh: on the next step 0 and 1 hit the limit
+        one_in = jnp.arange(4) < 2
+        states = jax.tree_util.tree_map(lambda a, b: jnp.where(one_in.reshape((4,) + (1,) * (a.ndim - 1)), a, b),
+                                        stepped, states)
+        return exact.step(states, actions), shared.step(states, actions)
+
+    (exact_states, exact_steps), (shared_states, shared_steps) = two_steps(jax.random.PRNGKey(0))
+    np.testing.assert_array_equal(exact_steps.last(), [True, True, False, False])
+    for field in ("step_type", "reward", "discount"):
+        np.testing.assert_array_equal(getattr(shared_steps, field), getattr(exact_steps, field))
+    np.testing.assert_array_equal(shared_steps.extras["next_obs"].agent_view, exact_steps.extras["next_obs"].agent_view)
+    view = np.asarray(shared_steps.observation.agent_view)
+    np.testing.assert_array_equal(view[2:], exact_steps.observation.agent_view[2:])  # still running: untouched
+    for shared_leaf, exact_leaf in zip(jax.tree_util.tree_leaves(shared_states.env_state),
+                                       jax.tree_util.tree_leaves(exact_states.env_state)):
+        np.testing.assert_array_equal(np.asarray(shared_leaf)[2:], np.asarray(exact_leaf)[2:])
+    # one fresh state for the two finished envs: both restart from it, at step 0 of a new episode
+    np.testing.assert_array_equal(view[0], view[1])
+    assert not np.array_equal(view[0], exact_steps.extras["next_obs"].agent_view[0])
+    np.testing.assert_array_equal(shared_steps.observation.step_count[:2], [0, 0])
+
+
+def test_more_shared_resets_than_envs_are_refused_in_one_line():
+    from stoix_like.errors import ConfigError
+
+    shared = VmapWrapper(make({**env_config("gymnax", "CartPole-v1"), "resets_per_step": 5})[0])
+    states, _ = shared.reset(jax.random.split(jax.random.PRNGKey(0), 4))
+    with pytest.raises(ConfigError, match=r"env.resets_per_step=5 must be in \[1, 4\]"):
+        shared.step(states, jnp.zeros((4,), jnp.int32))
+
+
 def test_pendulum_truncation_gives_last_with_discount_one(pendulum):
     train_env, rollout = pendulum
     assert isinstance(train_env.action_space, ContinuousActionSpace)
@@ -346,8 +389,8 @@ def _registered_names(suite: str) -> set:
 def test_env_config_has_exact_keys_and_registered_name(path):
     config = yaml.safe_load(path.read_text())
     assert config.pop("defaults")[0] == "/schema/env@_here_"  # typed by stoix_like.schemas.EnvSchema
-    assert set(config) == {"suite", "scenario", "kwargs", "max_episode_steps", "observation_layout", "eval_metric",
-                           "solved_return"}
+    assert set(config) == {"suite", "scenario", "kwargs", "max_episode_steps", "resets_per_step",
+                           "observation_layout", "eval_metric", "solved_return"}
     assert config["max_episode_steps"] is None or config["max_episode_steps"] >= 1
     assert config["suite"] == path.parent.name
     if config["suite"] in ("gymnax", "brax", "jumanji"):  # the optional suites' names: tests/test_suites.py

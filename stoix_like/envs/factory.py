@@ -32,7 +32,8 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
     Args:
         env_config: a DictConfig or dict with `suite`, `scenario.name`, `kwargs` (passed to the adapter) and
             optionally `max_episode_steps`, the one time-limit key of every suite (null or absent: the suite's own),
-            and `observation_layout` ("flat", the default, or "image" for a CNN torso).
+            and `observation_layout` ("flat", the default, or "image" for a CNN torso), and `resets_per_step`
+            (null or absent: every finished env resets on its own; see `AutoReset`).
 
     Returns:
         (train_env, eval_env), both unbatched (wrap them in `VmapWrapper`).
@@ -48,7 +49,8 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
     kwargs = _to_plain_dict(env_config["kwargs"] or {})  # `kwargs: {}` may be written `kwargs:` (null)
     adapter = adapter_class(env_config["scenario"]["name"], max_episode_steps=env_config.get("max_episode_steps"),
                             observation_layout=env_config.get("observation_layout") or "flat", **kwargs)
-    return AutoReset(EpisodeMetrics(adapter)), NextObservation(EpisodeMetrics(adapter))
+    return (AutoReset(EpisodeMetrics(adapter), resets_per_step=env_config.get("resets_per_step")),
+            NextObservation(EpisodeMetrics(adapter)))
 
 
 def _to_plain_dict(kwargs: Mapping[str, Any]) -> Dict[str, Any]:

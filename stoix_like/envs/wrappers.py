@@ -6,12 +6,13 @@ the same TimeStep structure but leaves resetting to the evaluator. Both are unba
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
 
-from stoix_like.envs.environment import Wrapper
+from stoix_like.envs.environment import Environment, Wrapper
+from stoix_like.errors import ConfigError
 from stoix_like.types import Array, EnvState, Observation, PRNGKey, StepType, TimeStep
 
 
@@ -135,7 +136,18 @@ class AutoReset(Wrapper):
     describe the finished episode) but carries the reset observation, which is what the agent acts on next.
     The observation the step really produced is kept in `extras["next_obs"]` so that a truncated episode can
     bootstrap from it. `extras["next_obs"]` is present on every TimeStep, reset included.
+
+    `resets_per_step` (None: exact) applies to a batch of envs (`VmapWrapper`): None gives every env its own
+    fresh reset each step, which under vmap means a reset computed for every env on every step (a select pays
+    for both branches). A suite whose reset costs far more than a step (Craftax generates a world: 10× a step)
+    can set k: each batched step then generates k fresh initial states and the envs that finished take them in
+    turn, so the reset costs k instead of the batch's size; when more than k envs finish on one step, some start
+    from the same initial state (Craftax's own "optimistic" reset makes the same trade).
     """
+
+    def __init__(self, env: Environment, resets_per_step: Optional[int] = None):
+        super().__init__(env)
+        self.resets_per_step = resets_per_step
 
     def reset(self, key: PRNGKey) -> Tuple[AutoResetState, TimeStep]:
         key, reset_key = jax.random.split(key)
@@ -150,12 +162,37 @@ class AutoReset(Wrapper):
         # A select rather than lax.cond: training always runs under vmap, where a cond on a batched predicate
         # becomes a select over both branches anyway, so the reset is paid for every step either way; the
         # select just says so and keeps the unbatched and batched code paths identical.
-        episode_over = timestep.last()
-        env_state = _select(episode_over, reset_env_state, env_state)
-        observation = _select(episode_over, reset_timestep.observation, timestep.observation)
-
-        timestep = _with_next_obs(timestep._replace(observation=observation), timestep.observation)
+        env_state, timestep = _restart_where_over(timestep, env_state, reset_env_state, reset_timestep.observation)
         return AutoResetState(env_state, key), timestep
+
+    def step_batch(self, states: AutoResetState, actions: Array) -> Tuple[AutoResetState, TimeStep]:
+        """`step` over a batch of envs (leading axis), with `resets_per_step` fresh initial states per batch."""
+        if self.resets_per_step is None:
+            return jax.vmap(self.step)(states, actions)
+        num_envs = actions.shape[0]
+        num_resets = int(self.resets_per_step)
+        if not 1 <= num_resets <= num_envs:
+            raise ConfigError(f"env.resets_per_step={num_resets} must be in [1, {num_envs}] (the envs per batch "
+                              f"slot), or null for a fresh reset per env.")
+        env_states, timesteps = jax.vmap(self._env.step)(states.env_state, actions)
+        keys, reset_keys = jnp.moveaxis(jax.vmap(jax.random.split)(states.key), 1, 0)
+        # the first k envs' reset keys seed the pool: fresh and independent, whichever envs finished
+        pool_states, pool_timesteps = jax.vmap(self._env.reset)(reset_keys[:num_resets])
+        # the i-th env to finish on this step takes pool entry i mod k
+        pool_index = jnp.mod(jnp.cumsum(timesteps.last()) - 1, num_resets)
+        taken_states, taken_observations = jax.tree_util.tree_map(
+            lambda x: x[pool_index], (pool_states, pool_timesteps.observation))
+        env_states, timesteps = jax.vmap(_restart_where_over)(timesteps, env_states, taken_states, taken_observations)
+        return AutoResetState(env_states, keys), timesteps
+
+
+def _restart_where_over(timestep: TimeStep, env_state: EnvState, reset_env_state: EnvState,
+                        reset_observation: Observation) -> Tuple[EnvState, TimeStep]:
+    """Where `timestep` is LAST, the next state and observation are the reset's; `next_obs` keeps the step's."""
+    episode_over = timestep.last()
+    env_state = _select(episode_over, reset_env_state, env_state)
+    observation = _select(episode_over, reset_observation, timestep.observation)
+    return env_state, _with_next_obs(timestep._replace(observation=observation), timestep.observation)
 
 
 class VmapWrapper(Wrapper):
@@ -165,6 +202,8 @@ class VmapWrapper(Wrapper):
         return jax.vmap(self._env.reset)(keys)
 
     def step(self, states: EnvState, actions: Array) -> Tuple[EnvState, TimeStep]:
+        if isinstance(self._env, AutoReset):  # it may share resets across the batch
+            return self._env.step_batch(states, actions)
         return jax.vmap(self._env.step)(states, actions)
 
 
