@@ -12,7 +12,7 @@ the rollout → PPO's actor and critic update (`policy_gradient.make_update_mini
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple, Tuple
+from typing import Any, Callable, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -143,10 +143,11 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
 def recurrent_actor_policy(actor: RecurrentActor, greedy: bool) -> PolicyWithMemory:
     """The eval policy: eval params are `(actor params, obs_norm)`, and each eval env carries its actor's hidden
     state through its episode."""
+    actor_apply: Callable[..., Any] = actor.apply  # flax types apply's result loosely; ours is (hidden, dist)
 
     def act(eval_params: Any, observation: Observation, reset: Array, hidden: Any, key: jax.Array):
         actor_params, obs_norm = eval_params
-        hidden, dist = actor.apply(actor_params, hidden, _one_step(normalization.normalize(obs_norm, observation)),
+        hidden, dist = actor_apply(actor_params, hidden, _one_step(normalization.normalize(obs_norm, observation)),
                                    reset[None])
         action = dist.mode() if greedy else dist.sample(key)
         return dist.to_env_action(action), hidden
