@@ -4,6 +4,8 @@ discrete and continuous, and on the masked CartPole a recurrent population beats
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,6 +28,7 @@ from stoix_like.types import Observation
 CELLS = ["lstm", "gru"]
 
 
+@functools.partial(jax.jit, static_argnums=0)  # eagerly, every flax operation dispatches a program of its own
 def _run_core(cell: str, hidden, features, reset):
     core = RecurrentCore(cell=cell, hidden_size=8)
     params = core.init(jax.random.PRNGKey(0), hidden, (features, reset))
@@ -67,15 +70,17 @@ def test_no_hidden_state_leaks_across_an_episode_boundary(cell):
     episode_a, episode_b = observations(key_a, 6), observations(key_b, 5)
     both = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), episode_a, episode_b)
     reset_both = jnp.zeros((11, 1), bool).at[0].set(True).at[6].set(True)
-    params = actor.init(init_key, initial_hidden(cell, 8, 1), both, reset_both)
+    params = jax.jit(actor.init)(init_key, initial_hidden(cell, 8, 1), both, reset_both)
     # the head's default init is near-uniform; larger weights make any leak visible in the logits
     params = jax.tree_util.tree_map(lambda p: p * 5.0, params)
-    _, after_a = actor.apply(params, initial_hidden(cell, 8, 1), both, reset_both)
-    _, alone = actor.apply(params, initial_hidden(cell, 8, 1), episode_b, jnp.zeros((5, 1), bool).at[0].set(True))
-    np.testing.assert_allclose(after_a.logits[6:], alone.logits, rtol=1e-5, atol=1e-5)
+    logits = jax.jit(lambda observation, reset: actor.apply(params, initial_hidden(cell, 8, 1), observation,
+                                                            reset)[1].logits)
+    after_a = logits(both, reset_both)[6:]
+    alone = logits(episode_b, jnp.zeros((5, 1), bool).at[0].set(True))
+    np.testing.assert_allclose(after_a, alone, rtol=1e-5, atol=1e-5)
     # the check can fail: without the reset flag, episode A's memory does reach episode B
-    _, leaked = actor.apply(params, initial_hidden(cell, 8, 1), both, jnp.zeros((11, 1), bool).at[0].set(True))
-    assert not np.allclose(leaked.logits[6:], alone.logits, atol=1e-3)
+    leaked = logits(both, jnp.zeros((11, 1), bool).at[0].set(True))[6:]
+    assert not np.allclose(leaked, alone, atol=1e-3)
 
 
 def test_the_masked_cartpole_sees_positions_only():
@@ -84,10 +89,11 @@ def test_the_masked_cartpole_sees_positions_only():
     full_env, _ = envs_lib.make({**config.env, "observed_indices": None})
     assert masked_env.observation_shape == (2,) and full_env.observation_shape == (4,)
     key = jax.random.PRNGKey(3)
-    (masked_state, masked), (full_state, full) = masked_env.reset(key), full_env.reset(key)
+    (masked_state, masked), (full_state, full) = jax.jit(masked_env.reset)(key), jax.jit(full_env.reset)(key)
+    masked_step, full_step = jax.jit(masked_env.step), jax.jit(full_env.step)
     for _ in range(3):
-        masked_state, masked = masked_env.step(masked_state, jnp.int32(1))
-        full_state, full = full_env.step(full_state, jnp.int32(1))
+        masked_state, masked = masked_step(masked_state, jnp.int32(1))
+        full_state, full = full_step(full_state, jnp.int32(1))
         np.testing.assert_array_equal(masked.observation.agent_view, full.observation.agent_view[jnp.array([0, 2])])
         np.testing.assert_array_equal(masked.extras["next_obs"].agent_view,
                                       full.extras["next_obs"].agent_view[jnp.array([0, 2])])
@@ -147,9 +153,12 @@ def test_the_evaluator_carries_each_envs_memory_through_its_episode():
 
 @pytest.mark.parametrize("network, env", [("gru_rec_ppo", "gymnax/pendulum")])
 def test_recurrent_ppo_runs_with_continuous_actions(compose, network, env):
+    small = [f"network.{net}.{part}={size}" for net in ("actor_network", "critic_network")
+             for part, size in (("pre_torso.layer_sizes", "[8]"), ("recurrent_core.hidden_size", 8))]
     config = compose("rec_ppo", [f"network={network}", f"env={env}", "arch.total_num_envs=4",
-                                 "system.rollout_length=8", "arch.num_evaluation=1", "arch.num_eval_episodes=2",
-                                 "arch.total_timesteps=64", "env.max_episode_steps=20"])
+                                 "system.rollout_length=4", "system.epochs=1", "arch.num_evaluation=1",
+                                 "arch.num_eval_episodes=2", "arch.total_timesteps=16", "env.max_episode_steps=10",
+                                 *small])
     assert np.isfinite(experiment.run(config, recurrent_ppo.learner_setup, algorithm="rec_ppo"))
 
 
