@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from stoix_like import schemas
 from stoix_like.config_spec import (  # noqa: F401 (the enumerations are read from here too)
     ACTIVATIONS, BRAX_BACKENDS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, MUNCHAUSEN_KEYS,
-    NEPTUNE_MODES, OBSERVATION_LAYOUTS, PLAYGROUND_IMPLS, POSITIVE_INT, SAVED_PARAMS, TD_TARGETS, Spec,
+    NEPTUNE_MODES, OBSERVATION_LAYOUTS, PLAYGROUND_IMPLS, POSITIVE_INT, RECURRENT_CELLS, SAVED_PARAMS, TD_TARGETS, Spec,
     _is_whole_float, choice, flag, int_list, integer, real)
 from stoix_like.errors import ConfigError
 
@@ -50,6 +50,8 @@ SPECS: Dict[str, Spec] = {
     "network.*.pre_torso.channels": int_list(POSITIVE_INT, "the convolutions' output channels, one per conv layer"),
     "network.*.pre_torso.kernel_sizes": int_list(POSITIVE_INT, "the convolutions' square kernel sizes"),
     "network.*.pre_torso.strides": int_list(POSITIVE_INT, "the convolutions' strides"),
+    "network.*.recurrent_core.cell": choice(RECURRENT_CELLS, "the recurrent torso's cell"),
+    "network.*.recurrent_core.hidden_size": integer(POSITIVE_INT, "the recurrent torso's hidden state size"),
     "env.kwargs.backend": choice(BRAX_BACKENDS, "brax's physics pipeline"),
     "env.kwargs.impl": choice(PLAYGROUND_IMPLS, "MuJoCo Playground's MJX backend"),
 }
@@ -311,9 +313,32 @@ def _torsos_read_the_observation_layout(values: Mapping[str, Any]) -> Optional[s
     return None
 
 
+# The systems that carry a recurrent network's hidden state (networks/recurrent.py); every other system's
+# networks read one step alone.
+RECURRENT_SYSTEMS = ("rec_ppo",)
+
+
+def _recurrent_networks_fit_the_system(values: Mapping[str, Any]) -> Optional[str]:
+    system_name = values.get("system.system_name")
+    recurrent = sorted({key.split(".")[1] for key in values
+                        if key.startswith("network.") and ".recurrent_core." in key})
+    if recurrent and system_name not in RECURRENT_SYSTEMS:
+        return (f"network.{recurrent[0]} is recurrent (it has a recurrent_core), and {system_name} has no hidden "
+                f"state to carry: choose a feed-forward network, or a recurrent system "
+                f"(python -m experiments.{' / '.join(RECURRENT_SYSTEMS)}).")
+    if system_name in RECURRENT_SYSTEMS:
+        networks = sorted({key.split(".")[1] for key in values if key.startswith("network.")})
+        missing = [name for name in networks if name not in recurrent]
+        if missing:
+            return (f"{system_name} needs recurrent networks, but network.{missing[0]} has no recurrent_core: "
+                    f"choose network=lstm_rec_ppo or network=gru_rec_ppo.")
+    return None
+
+
 CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, Any]], Optional[str]], ...] = (
     _buffer_holds_a_batch, _epsilon_decays, _supports_are_intervals, _process_id_in_range,
-    _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _torsos_read_the_observation_layout)
+    _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _torsos_read_the_observation_layout,
+    _recurrent_networks_fit_the_system)
 
 
 def problems(config: Any) -> List[str]:

@@ -103,8 +103,8 @@ def integer(interval: str, meaning: str, nullable: bool = False) -> Spec:
     return Spec("int", meaning, nullable=nullable, **_parse_interval(interval))
 
 
-def int_list(interval: str, meaning: str) -> Spec:
-    return Spec("int_list", meaning, **_parse_interval(interval))
+def int_list(interval: str, meaning: str, nullable: bool = False) -> Spec:
+    return Spec("int_list", meaning, nullable=nullable, **_parse_interval(interval))
 
 
 def flag(meaning: str, nullable: bool = False) -> Spec:
@@ -130,6 +130,7 @@ EVAL_METRICS = ("episode_return", "episode_length")  # what the evaluator measur
 NEPTUNE_MODES = ("async", "sync", "offline", "debug", "read-only")  # logging.py NEPTUNE_MODES
 WANDB_MODES = ("online", "offline", "disabled")  # wandb.init's modes
 SAVED_PARAMS = ("best", "latest")  # checkpointing.load_eval_params
+RECURRENT_CELLS = ("gru", "lstm")  # networks/recurrent.py CELLS
 MUNCHAUSEN_KEYS = ("entropy_temperature", "munchausen_coefficient", "munchausen_clip_value_min")
 
 POSITIVE_INT = "[1, inf)"

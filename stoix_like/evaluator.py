@@ -6,7 +6,7 @@ statistics cover exactly the requested episodes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple
+from typing import Any, Callable, Dict, NamedTuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +20,30 @@ from stoix_like.types import Observation
 # Whatever a system's eval policy acts from, e.g. (actor params, observation statistics); it is the system's choice.
 EvalParams = Any
 # policy(eval_params, observation, key) -> env action, for a batch of observations
-EvalPolicy = Callable[[EvalParams, Observation, jax.Array], jax.Array]
+FeedForwardPolicy = Callable[[EvalParams, Observation, jax.Array], jax.Array]
+
+
+class PolicyWithMemory(NamedTuple):
+    """An eval policy that remembers (a recurrent one): each eval env carries its own memory through its episode.
+
+    Every eval env plays exactly one episode from `initial_memory`, so the memory starts afresh with each
+    episode; `act` also sees `timestep.first()` as each step's `reset`, as the learner's sequences do."""
+
+    initial_memory: Callable[[int], Any]  # number of eval envs -> their memory, one row each
+    # act(eval_params, observation, reset, memory, key) -> (env action, memory)
+    act: Callable[[EvalParams, Observation, jax.Array, Any, jax.Array], tuple]
+
+
+EvalPolicy = Union[FeedForwardPolicy, PolicyWithMemory]
+
+
+def _with_memory(policy: EvalPolicy) -> PolicyWithMemory:
+    """A feed-forward policy as one with an empty memory, so the evaluator runs both the same way."""
+    if isinstance(policy, PolicyWithMemory):
+        return policy
+    return PolicyWithMemory(initial_memory=lambda num_envs: (),
+                            act=lambda params, observation, reset, memory, key: (policy(params, observation, key),
+                                                                                  memory))
 # evaluate(eval_params, key) -> per-episode numpy arrays by statistic name ("episode_return", "episode_length",
 # and a suite's own episode measures, e.g. Craftax's achievements)
 Evaluate = Callable[[EvalParams, jax.Array], Dict[str, np.ndarray]]
@@ -43,18 +66,20 @@ def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int)
     per_device = -(-num_episodes // n_local)  # ceil: pad, then mask on the host
     batched_env = VmapWrapper(eval_env)
     max_steps = eval_env.max_episode_steps
+    policy_with_memory = _with_memory(policy)
 
     def run_episodes(eval_params: EvalParams, key: jax.Array) -> EpisodeStatistics:
         reset_key, policy_key = jax.random.split(key)
         env_state, timestep = batched_env.reset(jax.random.split(reset_key, per_device))
 
         def not_finished(carry):
-            done, t = carry[2], carry[-1]
+            done, t = carry[3], carry[-1]
             return jnp.logical_and(~jnp.all(done), t < max_steps)
 
         def one_step(carry):
-            env_state, timestep, done, returns, lengths, suite_metrics, t = carry
-            action = policy(eval_params, timestep.observation, jax.random.fold_in(policy_key, t))
+            env_state, timestep, memory, done, returns, lengths, suite_metrics, t = carry
+            action, memory = policy_with_memory.act(eval_params, timestep.observation, timestep.first(), memory,
+                                                    jax.random.fold_in(policy_key, t))
             env_state, timestep = batched_env.step(env_state, action)
             # an episode's totals freeze at its first LAST step; later steps of that env are discarded
             returns = returns + jnp.where(done, 0.0, timestep.reward)
@@ -62,11 +87,11 @@ def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int)
             suite_metrics = jax.tree_util.tree_map(lambda kept, now: jnp.where(done, kept, now), suite_metrics,
                                                    _suite_metrics(timestep))
             done = done | timestep.last()
-            return env_state, timestep, done, returns, lengths, suite_metrics, t + 1
+            return env_state, timestep, memory, done, returns, lengths, suite_metrics, t + 1
 
-        init = (env_state, timestep, jnp.zeros(per_device, bool), jnp.zeros(per_device, jnp.float32),
+        init = (env_state, timestep, policy_with_memory.initial_memory(per_device), jnp.zeros(per_device, bool), jnp.zeros(per_device, jnp.float32),
                 jnp.zeros(per_device, jnp.int32), _suite_metrics(timestep), jnp.zeros((), jnp.int32))
-        _, _, _, returns, lengths, suite_metrics, _ = jax.lax.while_loop(not_finished, one_step, init)
+        _, _, _, _, returns, lengths, suite_metrics, _ = jax.lax.while_loop(not_finished, one_step, init)
         return EpisodeStatistics(returns, lengths, suite_metrics)
 
     run_on_devices = jax.pmap(run_episodes, axis_name=parallel.DEVICE_AXIS)
@@ -82,7 +107,7 @@ def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int)
     return evaluate
 
 
-def actor_policy(actor_apply: Callable, greedy: bool) -> EvalPolicy:
+def actor_policy(actor_apply: Callable, greedy: bool) -> FeedForwardPolicy:
     """The eval policy of any system with a stochastic actor: eval params are `(actor_params, obs_norm)`."""
     from stoix_like import normalization
 

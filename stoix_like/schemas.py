@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Type
 
 from stoix_like.config_spec import (DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, NEPTUNE_MODES, OBSERVATION_LAYOUTS,
-                                    POSITIVE_INT, SAVED_PARAMS, TD_TARGETS, WANDB_MODES, Spec, choice, flag, integer,
-                                    real)
+                                    POSITIVE_INT, SAVED_PARAMS, TD_TARGETS, WANDB_MODES, Spec, choice, flag, int_list,
+                                    integer, real)
 
 REQUIRED = "???"  # OmegaConf's MISSING: the value comes from the YAML
 
@@ -95,6 +95,9 @@ class EnvSchema:
     observation_layout: str = key(choice(OBSERVATION_LAYOUTS, "flat: the observation as one vector (an MLP torso); "
                                                               "image: a (height, width, channels) grid kept for a "
                                                               "CNN torso"))
+    observed_indices: Optional[List[int]] = key(int_list(
+        "[0, inf)", "the flat observation's entries the agent sees, by index; null: all (CartPole's positions "
+        "without velocities: [0, 2])", nullable=True))
     eval_metric: str = key(choice(EVAL_METRICS, "the evaluation metric"))
     solved_return: Optional[float] = key(real("(-inf, inf)", "the return that counts as solved; null: none",
                                               nullable=True))
@@ -438,9 +441,10 @@ class VMPOSchema(DualVariablesBlock, DualLearningRate, TargetNetworkBlock, Criti
                                                "advantage, that the policy is fitted to"))
 
 
-# system_name -> its schema (DDPG is TD3's learner with other values)
+# system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is
+# the network's)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
-    "ppo": PPOSchema, "ppo_penalty": PPOPenaltySchema, "dpo": DPOSchema, "reinforce": ReinforceSchema,
+    "ppo": PPOSchema, "rec_ppo": PPOSchema, "ppo_penalty": PPOPenaltySchema, "dpo": DPOSchema, "reinforce": ReinforceSchema,
     "pqn": PQNSchema,
     "dqn": DQNSchema, "ddqn": DQNSchema, "dqn_reg": DQNSchema, "mdqn": MDQNSchema,
     "c51": C51Schema, "rainbow": C51Schema, "qr_dqn": QRDQNSchema,

@@ -111,6 +111,19 @@ class PPOPenaltyLearnerState(NamedTuple):
     kl_coef: Array  # β, the same in every (device, batch) slot: it adapts to the KL averaged over all of them
 
 
+class RecurrentLearnerState(NamedTuple):
+    """An on-policy learner state whose policy remembers (recurrent PPO): `OnPolicyLearnerState`'s fields and each
+    env's hidden state, carried from one rollout into the next."""
+
+    params: Any
+    opt_states: Any
+    key: PRNGKey
+    env_state: EnvState
+    timestep: TimeStep
+    obs_norm: Any
+    hidden: Any  # (actor's, critic's) hidden state per env, leaves (num_envs, hidden_size); zero where one starts
+
+
 class ActorCriticTransition(NamedTuple):
     """One time-major rollout step, as the on-policy actor-critics (PPO, PPO-penalty, DPO, REINFORCE) need it."""
 

@@ -36,11 +36,17 @@ def shipped(tmp_path_factory):
     configs += [(f"ppo env={env}", compose("ppo", [f"env={env}"])) for env in available_options("env")]
     # a CNN reads grids: it is paired with an env that keeps its observations as images
     image_env = ["env=gymnax/breakout", "env.observation_layout=image"]
+    # and a recurrent network goes with the system that carries its hidden state
+    recurrent_system = ["system=rec_ppo"]
     configs += [(f"ppo network={network}", compose("ppo", [f"network={network}",
-                                                           *(image_env if network.startswith("cnn") else [])]))
+                                                           *(image_env if network.startswith("cnn") else []),
+                                                           *(recurrent_system if network.startswith(("lstm", "gru"))
+                                                             else [])]))
                 for network in available_options("network")]
-    # a Q-function is a q_network in these systems (PPO's critic_network is a state value): give them one
-    q_networks = {"sac": "mlp_sac", "td3": "mlp_td3", "ddpg": "mlp_td3", "d4pg": "mlp_d4pg"}
+    # a Q-function is a q_network in these systems (PPO's critic_network is a state value): give them one; recurrent
+    # PPO's networks are recurrent
+    q_networks = {"sac": "mlp_sac", "td3": "mlp_td3", "ddpg": "mlp_td3", "d4pg": "mlp_d4pg",
+                  "rec_ppo": "lstm_rec_ppo"}
     configs += [(f"ppo system={system}",
                  compose("ppo", [f"system={system}", f"network={q_networks.get(system, 'mlp_ppo')}"]))
                 for system in available_options("system")]

@@ -12,11 +12,11 @@ import pytest
 from stoix_like import system_contract
 from stoix_like.systems import MODULE_OF, off_policy, system_module
 from stoix_like.systems.on_policy import rollout
-from stoix_like.types import OnPolicyLearnerState, PPOPenaltyLearnerState, PQNLearnerState
+from stoix_like.types import OnPolicyLearnerState, PPOPenaltyLearnerState, PQNLearnerState, RecurrentLearnerState
 
 SYSTEM_MODULES = sorted(set(MODULE_OF.values()))
 # every module that builds a learner: the systems and the family modules they share
-LEARNER_BUILDERS = ["policy_gradient", "pqn", "vmpo", "off_policy"]
+LEARNER_BUILDERS = ["policy_gradient", "recurrent_ppo", "pqn", "vmpo", "off_policy"]
 
 
 @pytest.mark.parametrize("algorithm", sorted(MODULE_OF))
@@ -45,7 +45,8 @@ def test_off_policy_warm_up_and_batch_steps_have_their_own_names():
         assert typing.get_type_hints(module.get_learn_from_batch)["return"] is off_policy.LearnFromBatch
 
 
-@pytest.mark.parametrize("state_type", [OnPolicyLearnerState, PQNLearnerState, PPOPenaltyLearnerState])
+@pytest.mark.parametrize("state_type", [OnPolicyLearnerState, PQNLearnerState, PPOPenaltyLearnerState,
+                                        RecurrentLearnerState])
 def test_on_policy_learner_states_have_every_field_the_shared_helpers_read(state_type):
     members = {name for name, _ in inspect.getmembers(rollout.OnPolicyState) if not name.startswith("__")}
     properties = {name for name in members if isinstance(getattr(rollout.OnPolicyState, name), property)}

@@ -8,7 +8,7 @@ from typing import Any, Dict, Mapping, Tuple, cast
 from omegaconf import DictConfig, OmegaConf
 
 from stoix_like.envs.environment import Environment
-from stoix_like.envs.wrappers import AutoReset, EpisodeMetrics, NextObservation
+from stoix_like.envs.wrappers import AutoReset, EpisodeMetrics, NextObservation, ObservedIndices
 from stoix_like.errors import ConfigError
 
 # suite -> (module, adapter class). Modules are imported on demand so that a gymnax run never imports brax. The
@@ -32,8 +32,9 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
     Args:
         env_config: a DictConfig or dict with `suite`, `scenario.name`, `kwargs` (passed to the adapter) and
             optionally `max_episode_steps`, the one time-limit key of every suite (null or absent: the suite's own),
-            and `observation_layout` ("flat", the default, or "image" for a CNN torso), and `resets_per_step`
-            (null or absent: every finished env resets on its own; see `AutoReset`).
+            and `observation_layout` ("flat", the default, or "image" for a CNN torso), `resets_per_step` (null or
+            absent: every finished env resets on its own; see `AutoReset`) and `observed_indices`, the flat
+            observation's entries the agent sees (null or absent: all).
 
     Returns:
         (train_env, eval_env), both unbatched (wrap them in `VmapWrapper`).
@@ -49,6 +50,9 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
     kwargs = _to_plain_dict(env_config["kwargs"] or {})  # `kwargs: {}` may be written `kwargs:` (null)
     adapter = adapter_class(env_config["scenario"]["name"], max_episode_steps=env_config.get("max_episode_steps"),
                             observation_layout=env_config.get("observation_layout") or "flat", **kwargs)
+    observed_indices = env_config.get("observed_indices")
+    if observed_indices is not None:
+        adapter = ObservedIndices(adapter, tuple(int(index) for index in observed_indices))
     return (AutoReset(EpisodeMetrics(adapter), resets_per_step=env_config.get("resets_per_step")),
             NextObservation(EpisodeMetrics(adapter)))
 

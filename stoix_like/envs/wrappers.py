@@ -195,6 +195,39 @@ def _restart_where_over(timestep: TimeStep, env_state: EnvState, reset_env_state
     return env_state, _with_next_obs(timestep._replace(observation=observation), timestep.observation)
 
 
+class ObservedIndices(Wrapper):
+    """The agent sees only some entries of the flat observation (`env.observed_indices`): CartPole's positions
+    without their velocities, [0, 2], is a task that needs memory, since a velocity is read off two positions."""
+
+    def __init__(self, env: Environment, indices: Tuple[int, ...]):
+        super().__init__(env)
+        (size,) = env.observation_shape if len(env.observation_shape) == 1 else (None,)
+        if size is None:
+            raise ConfigError(f"env.observed_indices picks entries of a flat observation; this one has shape "
+                              f"{env.observation_shape}: use env.observation_layout=flat.")
+        if not indices or any(not 0 <= index < size for index in indices):
+            raise ConfigError(f"env.observed_indices={list(indices)} must name entries 0 .. {size - 1} of the "
+                              f"observation (at least one).")
+        self._indices = jnp.asarray(indices, jnp.int32)
+        self._observation_shape = (len(indices),)
+
+    @property
+    def observation_shape(self) -> Tuple[int, ...]:
+        return self._observation_shape
+
+    def reset(self, key: PRNGKey) -> Tuple[EnvState, TimeStep]:
+        state, timestep = self._env.reset(key)
+        return state, self._observed(timestep)
+
+    def step(self, state: EnvState, action: Array) -> Tuple[EnvState, TimeStep]:
+        state, timestep = self._env.step(state, action)
+        return state, self._observed(timestep)
+
+    def _observed(self, timestep: TimeStep) -> TimeStep:
+        observation = timestep.observation
+        return timestep._replace(observation=observation._replace(agent_view=observation.agent_view[self._indices]))
+
+
 class VmapWrapper(Wrapper):
     """Batches an unbatched env: `reset(keys)` with keys of shape (num_envs, 2); `step(states, actions)`."""
 

@@ -14,6 +14,7 @@ from stoix_like.networks.base import (
     FeedForwardQNetwork,
     FeedForwardStateActionCritic,
 )
+from stoix_like.networks.recurrent import RecurrentActor, RecurrentCritic
 
 
 def instantiate(node: DictConfig, **kwargs: Any) -> Any:
@@ -33,6 +34,25 @@ def build_critic(network_config: DictConfig) -> FeedForwardCritic:
     return FeedForwardCritic(
         torso=instantiate(network_config.critic_network.pre_torso),
         critic_head=instantiate(network_config.critic_network.critic_head),
+    )
+
+
+def build_recurrent_actor(network_config: DictConfig, action_space: ActionSpace) -> RecurrentActor:
+    """`build_actor` with the network's `recurrent_core` (networks/recurrent.py) between its torso and its head."""
+    actor_config = network_config.actor_network
+    return RecurrentActor(
+        pre_torso=instantiate(actor_config.pre_torso),
+        recurrent_core=instantiate(actor_config.recurrent_core),
+        action_head=instantiate(actor_config.action_head, _partial_=True)(action_space=action_space),
+    )
+
+
+def build_recurrent_critic(network_config: DictConfig) -> RecurrentCritic:
+    critic_config = network_config.critic_network
+    return RecurrentCritic(
+        pre_torso=instantiate(critic_config.pre_torso),
+        recurrent_core=instantiate(critic_config.recurrent_core),
+        critic_head=instantiate(critic_config.critic_head),
     )
 
 

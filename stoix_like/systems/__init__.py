@@ -2,7 +2,8 @@
 
 A family folder holds its algorithms beside the one module they share:
   on_policy/     rollout.py (collect, minibatch, epochs) · policy_gradient.py (the actor-critic loop) · ppo.py ·
-                 ppo_penalty.py · dpo.py · reinforce.py · pqn.py · vmpo.py
+                 recurrent_ppo.py (PPO with LSTM/GRU networks) · ppo_penalty.py · dpo.py · reinforce.py · pqn.py
+                 · vmpo.py
   q_learning/    value_based.py (Q heads, ε-greedy, the learn step) · dqn.py · distributional_dqn.py
   actor_critic/  continuous_control.py · deterministic_policy_gradient.py · sac.py · td3.py (and ddpg) · d4pg.py
                  · awr.py (discrete and continuous, on replayed sequences)
@@ -20,7 +21,8 @@ import importlib
 from types import ModuleType
 
 MODULE_OF = {
-    "ppo": "on_policy.ppo", "ppo_penalty": "on_policy.ppo_penalty", "dpo": "on_policy.dpo",
+    "ppo": "on_policy.ppo", "rec_ppo": "on_policy.recurrent_ppo", "ppo_penalty": "on_policy.ppo_penalty",
+    "dpo": "on_policy.dpo",
     "reinforce": "on_policy.reinforce", "pqn": "on_policy.pqn",
     "dqn": "q_learning.dqn", "ddqn": "q_learning.dqn", "mdqn": "q_learning.dqn", "dqn_reg": "q_learning.dqn",
     "c51": "q_learning.distributional_dqn", "qr_dqn": "q_learning.distributional_dqn",

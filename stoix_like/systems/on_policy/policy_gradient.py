@@ -38,6 +38,7 @@ from stoix_like.types import (
     Array,
     Metrics,
     OnPolicyLearnerState,
+    RolloutStep,
 )
 
 
@@ -82,11 +83,81 @@ def regression_critic(values: Array, recorded_values: Array, targets: Array) -> 
     return jnp.mean(l2_loss(values - targets))
 
 
+class MinibatchApply(NamedTuple):
+    """How a learner applies its networks to one of its minibatches (feed-forward: to each step alone; recurrent:
+    to whole sequences from their stored hidden state), so that one loss and one update serve both."""
+
+    # (actor params, obs_norm, minibatch) -> the policy's distribution at the minibatch's steps, `[B]`
+    actor: Callable[[Any, Any, Any], Any]
+    # (critic params, obs_norm, minibatch) -> V at the minibatch's steps, `[B]`
+    critic: Callable[[Any, Any, Any], Array]
+    # minibatch -> (its steps' transitions, advantages, value targets), `[B]` each, in the networks' step order
+    steps: Callable[[Any], Tuple[ActorCriticTransition, Array, Array]]
+
+
+def feed_forward_apply(apply_fns: ActorCriticApplyFns) -> MinibatchApply:
+    """The minibatch is `(transitions, advantages, targets)` of shuffled steps; each step is read alone."""
+    actor_apply, critic_apply = apply_fns
+    return MinibatchApply(
+        actor=lambda params, obs_norm, minibatch: actor_apply(
+            params, normalization.normalize(obs_norm, minibatch[0].observation)),
+        critic=lambda params, obs_norm, minibatch: critic_apply(
+            params, normalization.normalize(obs_norm, minibatch[0].observation)),
+        steps=lambda minibatch: minibatch,
+    )
+
+
+def make_update_minibatch(apply: MinibatchApply, update_fns: ActorCriticUpdateFns, system: DictConfig,
+                          objective: ActorObjective, critic_loss: CriticLoss) -> Callable:
+    """`update_minibatch((params, opt_states, obs_norm), minibatch, entropy_key, objective_state)`: one step of
+    the actor on `objective` (with the entropy bonus) and of the critic on `critic_loss`, the gradients and
+    metrics averaged over the update batch and the devices."""
+    actor_update, critic_update = update_fns
+
+    def actor_loss(actor_params, minibatch, obs_norm, key: jax.Array, objective_state: Any):
+        dist = apply.actor(actor_params, obs_norm, minibatch)
+        traj, advantages, _ = apply.steps(minibatch)
+        log_prob = dist.log_prob(traj.action)
+        if system.standardize_advantages:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        kl = dist.kl_from(traj.behaviour)
+        policy_loss = objective.policy_loss(PolicyLossInputs(log_prob, traj.log_prob, advantages, kl), objective_state)
+        entropy = dist.entropy(seed=key).mean()
+        approx_kl = jnp.mean(traj.log_prob - log_prob)
+        total = policy_loss - system.ent_coef * entropy
+        return total, {"actor_loss": policy_loss, "entropy": entropy, "approx_kl": approx_kl, "kl": jnp.mean(kl)}
+
+    def critic_loss_and_metrics(critic_params, minibatch, obs_norm):
+        values = apply.critic(critic_params, obs_norm, minibatch)
+        traj, _, targets = apply.steps(minibatch)
+        value_loss = critic_loss(values, traj.value, targets)
+        return system.vf_coef * value_loss, {"value_loss": value_loss}
+
+    def update_minibatch(carry, minibatch, entropy_key: jax.Array, objective_state: Any):
+        params, opt_states, obs_norm = carry
+        actor_grads, actor_metrics = jax.grad(actor_loss, has_aux=True)(
+            params.actor, minibatch, obs_norm, entropy_key, objective_state)
+        critic_grads, critic_metrics = jax.grad(critic_loss_and_metrics, has_aux=True)(
+            params.critic, minibatch, obs_norm)
+        actor_grads, critic_grads, metrics = parallel.pmean_batch_then_device(
+            (actor_grads, critic_grads, {**actor_metrics, **critic_metrics}))
+        actor_updates, actor_opt = actor_update(actor_grads, opt_states.actor, params.actor)
+        critic_updates, critic_opt = critic_update(critic_grads, opt_states.critic, params.critic)
+        params = ActorCriticParams(
+            jax.tree_util.tree_map(jnp.add, params.actor, actor_updates),
+            jax.tree_util.tree_map(jnp.add, params.critic, critic_updates),
+        )
+        return (params, ActorCriticOptStates(actor_opt, critic_opt), obs_norm), metrics
+
+    return update_minibatch
+
+
 def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
                    config: DictConfig, budget: Budget, objective: ActorObjective, critic_loss: CriticLoss) -> Learner:
     system = config.system
     actor_apply, critic_apply = apply_fns
-    actor_update, critic_update = update_fns
+    update_minibatch = make_update_minibatch(feed_forward_apply(apply_fns), update_fns, system, objective,
+                                             critic_loss)
 
     def act(params: ActorCriticParams, observation, key: jax.Array):
         dist = actor_apply(params.actor, observation)
@@ -100,53 +171,7 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
         # The value of each step's true successor: one (T × envs) batched pass instead of T small ones.
         next_observations = normalization.normalize(state.obs_norm, steps.next_observation)
         next_values = critic_apply(state.params.critic, next_observations)
-        return state, ActorCriticTransition(
-            done=steps.done,
-            truncated=steps.done & (steps.discount != 0.0),
-            action=steps.action,
-            value=steps.policy_extras["value"],
-            next_value=next_values,
-            reward=steps.reward,
-            log_prob=steps.policy_extras["log_prob"],
-            behaviour=steps.policy_extras["behaviour"],
-            observation=steps.observation,
-            episode_metrics=steps.episode_metrics,
-        )
-
-    def actor_loss(actor_params, traj: ActorCriticTransition, advantages: Array, obs_norm, key: jax.Array,
-                   objective_state: Any):
-        dist = actor_apply(actor_params, normalization.normalize(obs_norm, traj.observation))
-        log_prob = dist.log_prob(traj.action)
-        if system.standardize_advantages:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        kl = dist.kl_from(traj.behaviour)
-        policy_loss = objective.policy_loss(PolicyLossInputs(log_prob, traj.log_prob, advantages, kl), objective_state)
-        entropy = dist.entropy(seed=key).mean()
-        approx_kl = jnp.mean(traj.log_prob - log_prob)
-        total = policy_loss - system.ent_coef * entropy
-        return total, {"actor_loss": policy_loss, "entropy": entropy, "approx_kl": approx_kl, "kl": jnp.mean(kl)}
-
-    def critic_loss_and_metrics(critic_params, traj: ActorCriticTransition, targets: Array, obs_norm):
-        values = critic_apply(critic_params, normalization.normalize(obs_norm, traj.observation))
-        value_loss = critic_loss(values, traj.value, targets)
-        return system.vf_coef * value_loss, {"value_loss": value_loss}
-
-    def update_minibatch(carry, minibatch, entropy_key: jax.Array, objective_state: Any):
-        params, opt_states, obs_norm = carry
-        traj, advantages, targets = minibatch
-        actor_grads, actor_metrics = jax.grad(actor_loss, has_aux=True)(
-            params.actor, traj, advantages, obs_norm, entropy_key, objective_state)
-        critic_grads, critic_metrics = jax.grad(critic_loss_and_metrics, has_aux=True)(
-            params.critic, traj, targets, obs_norm)
-        actor_grads, critic_grads, metrics = parallel.pmean_batch_then_device(
-            (actor_grads, critic_grads, {**actor_metrics, **critic_metrics}))
-        actor_updates, actor_opt = actor_update(actor_grads, opt_states.actor, params.actor)
-        critic_updates, critic_opt = critic_update(critic_grads, opt_states.critic, params.critic)
-        params = ActorCriticParams(
-            jax.tree_util.tree_map(jnp.add, params.actor, actor_updates),
-            jax.tree_util.tree_map(jnp.add, params.critic, critic_updates),
-        )
-        return (params, ActorCriticOptStates(actor_opt, critic_opt), obs_norm), metrics
+        return state, transitions(steps, next_values)
 
     def policy_shift(actor_params, obs_norm, traj: ActorCriticTransition) -> Array:
         """E_s[KL(π_old ‖ π)] over the rollout's states, averaged over every slot so that all adapt alike."""
@@ -171,6 +196,34 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
+def transitions(steps: RolloutStep, next_values: Array) -> ActorCriticTransition:
+    """A rollout's steps as the transitions GAE and the losses read; `steps.policy_extras` holds what `act`
+    recorded (value, log-prob, the acting distribution's parameters)."""
+    return ActorCriticTransition(
+        done=steps.done,
+        truncated=steps.done & (steps.discount != 0.0),
+        action=steps.action,
+        value=steps.policy_extras["value"],
+        next_value=next_values,
+        reward=steps.reward,
+        log_prob=steps.policy_extras["log_prob"],
+        behaviour=steps.policy_extras["behaviour"],
+        observation=steps.observation,
+        episode_metrics=steps.episode_metrics,
+    )
+
+
+def actor_critic_optimizers(system: DictConfig, budget: Budget, params: ActorCriticParams
+                            ) -> Tuple[ActorCriticOptStates, ActorCriticUpdateFns]:
+    """The actor's and the critic's optimisers (`actor_lr`, `critic_lr`, decayed over the run's optimiser
+    steps): their initial states and update functions."""
+    optimizer_steps = rollout.optimizer_steps(system, budget)
+    actor_optimizer = make_optimizer(system.actor_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
+    critic_optimizer = make_optimizer(system.critic_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
+    return (ActorCriticOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(params.critic)),
+            ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update))
+
+
 def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, objective: ActorObjective,
            critic_loss: CriticLoss, state_type: Callable[..., Any] = OnPolicyLearnerState,
            **objective_state: Any) -> SystemSetup:
@@ -187,18 +240,11 @@ def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
     # jitted: an eager flax init dispatches one tiny XLA program per layer operation
     params = ActorCriticParams(jitted_init(actor)(actor_key, observation), jitted_init(critic)(critic_key, observation))
 
-    optimizer_steps = rollout.optimizer_steps(system, budget)
-    actor_optimizer = make_optimizer(system.actor_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
-    critic_optimizer = make_optimizer(system.critic_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
-    opt_states = ActorCriticOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(params.critic))
+    opt_states, update_fns = actor_critic_optimizers(system, budget, params)
     learner_state = rollout.initial_learner_state(state_type, env, env_key, step_key, system, budget,
                                                   params=params, opt_states=opt_states, **objective_state)
-    learner_fn = get_learner_fn(
-        batched_env,
-        ActorCriticApplyFns(actor.apply, critic.apply),
-        ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update),
-        config, budget, objective, critic_loss,
-    )
+    learner_fn = get_learner_fn(batched_env, ActorCriticApplyFns(actor.apply, critic.apply), update_fns, config,
+                                budget, objective, critic_loss)
     return SystemSetup(
         learner_fn=learner_fn,
         learner_state=learner_state,

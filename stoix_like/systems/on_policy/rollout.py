@@ -24,6 +24,8 @@ from stoix_like.types import EnvState, Observation, PRNGKey, RolloutStep, TimeSt
 
 # act(params, normalised observation, key) -> (action to store, action for the env, per-step policy extras)
 ActFn = Callable[[Any, Observation, jax.Array], Tuple[jax.Array, jax.Array, Any]]
+# act(learner state, normalised observation, key) -> (learner state, action to store, action for the env, extras)
+StatefulActFn = Callable[[Any, Observation, jax.Array], Tuple[Any, jax.Array, jax.Array, Any]]
 # update_minibatch(carry, minibatch, key) -> (carry, metrics)
 MinibatchUpdateFn = Callable[[Any, Any, jax.Array], Tuple[Any, Any]]
 
@@ -57,10 +59,21 @@ def collect_rollout(env: VmapWrapper, act: ActFn, state: LearnerStateT, rollout_
     The policy sees observations normalised with the rollout's statistics; the trajectory keeps them raw.
     """
 
+    def act_from_params(state: LearnerStateT, observation: Observation, key: jax.Array):
+        return (state, *act(state.params, observation, key))
+
+    return collect_rollout_with_memory(env, act_from_params, state, rollout_length)
+
+
+def collect_rollout_with_memory(env: VmapWrapper, act: StatefulActFn, state: LearnerStateT, rollout_length: int
+                                ) -> Tuple[LearnerStateT, RolloutStep]:
+    """`collect_rollout` for a policy that reads and moves its own part of the learner state (a recurrent one's
+    hidden state, which it resets where `state.timestep` opens an episode)."""
+
     def env_step(state: LearnerStateT, _: None) -> Tuple[LearnerStateT, RolloutStep]:
         key, policy_key = jax.random.split(state.key)
         observation = normalization.normalize(state.obs_norm, state.timestep.observation)
-        action, env_action, policy_extras = act(state.params, observation, policy_key)
+        state, action, env_action, policy_extras = act(state, observation, policy_key)
         env_state, timestep = env.step(state.env_state, env_action)
         step = RolloutStep(
             observation=state.timestep.observation,
@@ -91,9 +104,24 @@ def shuffled_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> An
     return jax.tree_util.tree_map(to_minibatches, batch)
 
 
+def shuffled_env_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> Any:
+    """Splits whole sequences, never steps: leaves lead with the env axis `(num_envs, ...)` (a sequence
+    `(num_envs, T, ...)`, or what each env's sequence starts from); the envs are shuffled with one shared
+    permutation into `(num_minibatches, num_envs / num_minibatches, ...)`."""
+    num_envs = jax.tree_util.tree_leaves(batch)[0].shape[0]
+    permutation = jax.random.permutation(key, num_envs)
+    return jax.tree_util.tree_map(lambda x: x[permutation].reshape((num_minibatches, -1) + x.shape[1:]), batch)
+
+
+# split(key, batch, num_minibatches) -> the batch's leaves as (num_minibatches, minibatch size, ...)
+SplitFn = Callable[[jax.Array, Any, int], Any]
+
+
 def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: Any, batch: Any, key: jax.Array,
-                       num_epochs: int, num_minibatches: int) -> Tuple[Any, Any]:
-    """`num_epochs` passes over `batch`, each reshuffled into `num_minibatches` minibatches.
+                       num_epochs: int, num_minibatches: int, split: SplitFn = shuffled_minibatches
+                       ) -> Tuple[Any, Any]:
+    """`num_epochs` passes over `batch`, each reshuffled into `num_minibatches` minibatches by `split` (steps
+    by default; `shuffled_env_minibatches` keeps sequences whole).
 
     `update_minibatch` gets its own key per minibatch. Returns the final carry and the metrics stacked as
     `(num_epochs, num_minibatches, ...)`.
@@ -108,7 +136,7 @@ def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: Any, batch: A
     def update_epoch(epoch_carry, _: None):
         carry, key = epoch_carry
         key, shuffle_key, minibatch_key = jax.random.split(key, 3)
-        minibatches = shuffled_minibatches(shuffle_key, batch, num_minibatches)
+        minibatches = split(shuffle_key, batch, num_minibatches)
         (carry, _), metrics = jax.lax.scan(update_one_minibatch, (carry, minibatch_key), minibatches)
         return (carry, key), metrics
 
@@ -117,7 +145,8 @@ def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: Any, batch: A
 
 
 def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT, batch: Any,
-                       observations: Observation, system: DictConfig) -> Tuple[LearnerStateT, Dict[str, jax.Array]]:
+                       observations: Observation, system: DictConfig, split: SplitFn = shuffled_minibatches
+                       ) -> Tuple[LearnerStateT, Dict[str, jax.Array]]:
     """`system.epochs` × `system.num_minibatches` updates of (params, opt_states) on `batch`, then the observation
     statistics take in the rollout's `observations`.
 
@@ -128,7 +157,7 @@ def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT
     key, epoch_key = jax.random.split(state.key)
     (params, opt_states, _), metrics = update_over_epochs(
         update_minibatch, (state.params, state.opt_states, state.obs_norm), batch, epoch_key, system.epochs,
-        system.num_minibatches)
+        system.num_minibatches, split)
     obs_norm = state.obs_norm
     if system.normalize_observations:
         obs_norm = normalization.update(obs_norm, observations.agent_view)
@@ -139,6 +168,12 @@ def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT
 def check_minibatches(system: DictConfig, budget: Budget) -> None:
     """A rollout must split into `system.num_minibatches` equal minibatches (else a ConfigError naming valid values)."""
     check_divides("system.rollout_length × envs per slot", budget.rollout_length * budget.num_envs,
+                  "system.num_minibatches", int(system.num_minibatches))
+
+
+def check_env_minibatches(system: DictConfig, budget: Budget) -> None:
+    """Minibatches of whole sequences split the envs: `system.num_minibatches` must divide the envs per slot."""
+    check_divides("envs per slot (arch.total_num_envs / (devices × arch.update_batch_size))", budget.num_envs,
                   "system.num_minibatches", int(system.num_minibatches))
 
 
