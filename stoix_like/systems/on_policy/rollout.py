@@ -24,6 +24,9 @@ from stoix_like.types import EnvState, Observation, PRNGKey, RolloutStep, TimeSt
 
 # act(params, normalised observation, key) -> (action to store, action for the env, per-step policy extras)
 ActFn = Callable[[Any, Observation, jax.Array], Tuple[jax.Array, jax.Array, Any]]
+# act_from_state(learner state, key) -> the same: a policy that reads more than the observation (a search, which
+# plans from the env state itself)
+StateActFn = Callable[[Any, jax.Array], Tuple[jax.Array, jax.Array, Any]]
 # update_minibatch(carry, minibatch, key) -> (carry, metrics)
 MinibatchUpdateFn = Callable[[Any, Any, jax.Array], Tuple[Any, Any]]
 
@@ -57,10 +60,20 @@ def collect_rollout(env: VmapWrapper, act: ActFn, state: LearnerStateT, rollout_
     The policy sees observations normalised with the rollout's statistics; the trajectory keeps them raw.
     """
 
+    def act_on_observation(state: LearnerStateT, key: jax.Array) -> Tuple[jax.Array, jax.Array, Any]:
+        return act(state.params, normalization.normalize(state.obs_norm, state.timestep.observation), key)
+
+    return collect_rollout_from_states(env, act_on_observation, state, rollout_length)
+
+
+def collect_rollout_from_states(env: VmapWrapper, act_from_state: StateActFn, state: LearnerStateT,
+                                rollout_length: int) -> Tuple[LearnerStateT, RolloutStep]:
+    """`collect_rollout` for a policy that acts from the whole learner state (its env states included) rather than
+    from the normalised observation alone; the trajectory is the same."""
+
     def env_step(state: LearnerStateT, _: None) -> Tuple[LearnerStateT, RolloutStep]:
         key, policy_key = jax.random.split(state.key)
-        observation = normalization.normalize(state.obs_norm, state.timestep.observation)
-        action, env_action, policy_extras = act(state.params, observation, policy_key)
+        action, env_action, policy_extras = act_from_state(state, policy_key)
         env_state, timestep = env.step(state.env_state, env_action)
         step = RolloutStep(
             observation=state.timestep.observation,
