@@ -162,13 +162,6 @@ def test_tree_statistics_of_a_chain():
                                rtol=1e-5)
 
 
-def test_gumbel_splits_a_two_action_budget_evenly():
-    # sequential halving over two considered actions visits each half the time: the visit entropy is log 2
-    output = search_toy(IllegalThirdAction(num_actions=2, legal=(True, True)), "gumbel_muzero", num_simulations=8)
-    np.testing.assert_allclose(mcts.search_statistics(output, jnp.zeros(2))["visit_entropy"], [math.log(2)] * 2,
-                               rtol=1e-6)
-
-
 # ----------------------------------------------------------------------------------------------------------
 # Bad input, and learning
 # ----------------------------------------------------------------------------------------------------------
@@ -189,3 +182,11 @@ def test_bad_search_settings_are_refused_before_anything_compiles(compose, overr
 
     with pytest.raises(ConfigError, match=named):
         config_schema.validate(compose("az", [override]))
+
+
+@pytest.mark.slow
+def test_alphazero_learns_cartpole(compose):
+    # config/az.yaml as shipped (its budget included) must meet its target in stoix_like/learning_targets.py on a
+    # population of seeds in one program. 4 seeds, not 8, to fit the CI budget (the search makes each env step
+    # num_simulations env steps and network passes); benchmarks/learning_table.py --algorithms az runs all 8.
+    assert_population_learns(compose, "az", num_seeds=4)

@@ -51,27 +51,22 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
 
     recurrent_fn = mcts.env_model(env, prior_and_value, float(system.gamma))
 
-    def search(state: OnPolicyLearnerState, key: jax.Array):
+    def act(state: OnPolicyLearnerState, key: jax.Array):
         search_params = (state.params, state.obs_norm)
         root = mcts.network_root(prior_and_value, search_params, state.env_state, state.timestep)
         output = mcts.run_search(str(system.search_policy), search_params, key, root, recurrent_fn,
                                  int(system.num_simulations), system.max_depth)
-        return root, output
-
-    def act(state: OnPolicyLearnerState, key: jax.Array):
-        root, output = search(state, key)
         recorded = {"search_weights": output.action_weights, "search_value": mcts.search_value(output),
                     **mcts.search_statistics(output, root.value)}
         return output.action, output.action, recorded
 
-    def value_targets(state: OnPolicyLearnerState, steps, key: jax.Array) -> Array:
-        """λ-returns bootstrapped from the search's value of each next row, where the episode goes on; where it
-        ended, from the value network at the true successor (a truncation's bootstrap; a termination's is
-        discounted away); after the last row, from one more search where the rollout stopped."""
-        _, final_search = search(state, key)
-        next_search_values = jnp.concatenate(
-            [steps.policy_extras["search_value"][1:], mcts.search_value(final_search)[None]])
+    def value_targets(state: OnPolicyLearnerState, steps) -> Array:
+        """λ-returns bootstrapped from the search's value of each next row where the episode goes on, and from
+        the value network at the true successor where it ended (a truncation's bootstrap; a termination's is
+        discounted away) and after the last row (one more search there would compile a second search into the
+        learner, and with λ near 1 that one bootstrap weighs little)."""
         successor_values = value_of((state.params, state.obs_norm), steps.next_observation)
+        next_search_values = jnp.concatenate([steps.policy_extras["search_value"][1:], successor_values[-1:]])
         return lambda_returns(
             rewards=steps.reward,
             discounts=system.gamma * steps.discount,  # 0 only on termination: truncations still bootstrap
@@ -104,9 +99,7 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
 
     def update_step(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, LearnerOutput]:
         state, steps = rollout.collect_rollout_from_states(batched_env, act, state, system.rollout_length)
-        key, bootstrap_key = jax.random.split(state.key)
-        state = state._replace(key=key)
-        targets = value_targets(state, steps, bootstrap_key)
+        targets = value_targets(state, steps)
         state, train_metrics = rollout.learn_from_rollout(
             update_minibatch, state, (steps.observation, steps.policy_extras["search_weights"], targets),
             steps.observation, system)
