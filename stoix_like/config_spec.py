@@ -120,6 +120,7 @@ def choice(choices: Tuple[str, ...], meaning: str) -> Spec:
 TD_TARGETS = ("q_learning", "double_q_learning", "munchausen")  # systems/q_learning/dqn.py TD_ERRORS
 DISTRIBUTIONAL_TD_TARGETS = ("q_learning", "double_q_learning")  # systems/q_learning/distributional_dqn.py
 DISTRIBUTIONS = ("categorical", "quantile")  # systems/q_learning/distributional_dqn.py DISTRIBUTIONS
+SEARCH_POLICIES = ("gumbel_muzero", "muzero")  # systems/search/mcts.py SEARCH_POLICIES
 ACTIVATIONS = ("elu", "gelu", "relu", "silu", "tanh")  # networks/torsos.py
 ENV_SUITES = ("gymnax", "brax", "jumanji", "navix", "xminigrid", "craftax", "pgx",
               "playground")  # envs/factory.py AVAILABLE_SUITES

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Type
 
 from stoix_like.config_spec import (DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, NEPTUNE_MODES, OBSERVATION_LAYOUTS,
-                                    POSITIVE_INT, SAVED_PARAMS, TD_TARGETS, WANDB_MODES, Spec, choice, flag, int_list,
-                                    integer, real)
+                                    POSITIVE_INT, SAVED_PARAMS, SEARCH_POLICIES, TD_TARGETS, WANDB_MODES, Spec, choice,
+                                    flag, int_list, integer, real)
 
 REQUIRED = "???"  # OmegaConf's MISSING: the value comes from the YAML
 
@@ -441,6 +441,23 @@ class VMPOSchema(DualVariablesBlock, DualLearningRate, TargetNetworkBlock, Criti
                                                "advantage, that the policy is fitted to"))
 
 
+@dataclass
+class TreeSearchBlock:
+    """The tree search a search system acts with (mctx): its policy, simulations and depth."""
+
+    search_policy: str = key(choice(SEARCH_POLICIES, "gumbel_muzero: Gumbel MuZero's sequential halving, an "
+                                                      "improving policy with few simulations; muzero: PUCT with "
+                                                      "Dirichlet noise at the root"))
+    num_simulations: int = key(integer(POSITIVE_INT, "simulations per search, each expanding one node"))
+    max_depth: Optional[int] = key(integer(POSITIVE_INT, "the deepest a simulation descends, in actions from the "
+                                                         "root; null: num_simulations", nullable=True))
+
+
+@dataclass
+class AZSchema(TreeSearchBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    gae_lambda: float = key(GAE_LAMBDA)
+
+
 # system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is
 # the network's)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
@@ -451,6 +468,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "sac": SACSchema, "td3": TD3Schema, "ddpg": TD3Schema, "d4pg": D4PGSchema,
     "awr": AWRSchema,
     "mpo": MPOSchema, "vmpo": VMPOSchema,
+    "az": AZSchema,
 }
 
 

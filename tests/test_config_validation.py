@@ -105,6 +105,9 @@ def test_enumerations_are_the_code_s_own_choices():
     assert set(config_schema.OBSERVATION_LAYOUTS) == set(environment.OBSERVATION_LAYOUTS)
     assert set(config_schema.NEPTUNE_MODES) == set(logging_lib.NEPTUNE_MODES)
     assert config_schema.MUNCHAUSEN_KEYS == dqn.EXTRA_KEYS["munchausen"][0]
+    from stoix_like.systems.search import mcts
+
+    assert set(config_schema.SEARCH_POLICIES) == set(mcts.SEARCH_POLICIES)
 
 
 # ------------------------------------------------------------------------------------------ what a spec accepts
@@ -354,6 +357,8 @@ BAD_INPUTS = [
     ("vmpo", ["system.categorical_kl_bound=0"], "system.categorical_kl_bound=0"),
     ("vmpo", ["system.top_k_fraction=0"], "system.top_k_fraction=0"),
     ("vmpo", ["system.top_k_fraction=1.5"], "system.top_k_fraction=1.5"),
+    ("az", ["system.num_simulations=0"], "system.num_simulations=0"),
+    ("az", ["system.search_policy=alphago"], "system.search_policy=alphago"),
     ("evaluate", EVALUATE + ["num_episodes=0"], "num_episodes=0"),
     ("evaluate", EVALUATE + ["params=worst"], "params=worst"),
     ("ppo", ["+arch.seed=3"], "Could not append to config. An item is already at 'arch.seed'"),  # Hydra's, one line
@@ -394,7 +399,7 @@ BAD_INPUTS += RENAMED_INPUTS
 # Rows also run as real `python -m experiments.<algo>` processes: the exit code, one line, no traceback.
 AS_SUBPROCESS = {"system.actor_lr=-1e-3", "system.gamma=1.5", "arch.num_eval_episodes=0", "system.total_buffer_size=32",
                  "system.init_alpha=0", "num_episodes=0", "system.critic_lr=3e-4", "network=mlp_dpg",
-                 "system.top_k_fraction=1.5"}
+                 "system.top_k_fraction=1.5", "system.num_simulations=0"}
 SECONDS = 10.0
 
 # One interpreter runs every row through the entry's `main`, as `python -m experiments.<algo> <overrides>` would.

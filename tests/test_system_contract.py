@@ -16,7 +16,7 @@ from stoix_like.types import OnPolicyLearnerState, PPOPenaltyLearnerState, PQNLe
 
 SYSTEM_MODULES = sorted(set(MODULE_OF.values()))
 # every module that builds a learner: the systems and the family modules they share
-LEARNER_BUILDERS = ["policy_gradient", "recurrent_ppo", "pqn", "vmpo", "off_policy"]
+LEARNER_BUILDERS = ["policy_gradient", "recurrent_ppo", "pqn", "vmpo", "off_policy", "alphazero"]
 
 
 @pytest.mark.parametrize("algorithm", sorted(MODULE_OF))
@@ -27,7 +27,8 @@ def test_every_registered_system_supplies_the_system_protocol(algorithm):
 @pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy.rollout", "on_policy.policy_gradient",
                                                           "q_learning.value_based",
                                                           "actor_critic.deterministic_policy_gradient",
-                                                          "actor_critic.continuous_control", "dual_variables"])
+                                                          "actor_critic.continuous_control", "dual_variables",
+                                                          "search.mcts"])
 def test_get_learner_fn_means_one_thing_everywhere(module_name):
     module = __import__(f"stoix_like.systems.{module_name}", fromlist=["_"])
     get_learner_fn = getattr(module, "get_learner_fn", None)

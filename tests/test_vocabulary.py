@@ -38,6 +38,7 @@ BLOCKS = {
     "munchausen": set(config_schema.MUNCHAUSEN_KEYS),
     "dual variables": {"init_temperature", "init_kl_multiplier", "temperature_kl_bound", "mean_kl_bound",
                        "scale_kl_bound", "categorical_kl_bound"},
+    "tree search": {"search_policy", "num_simulations", "max_depth"},
 }
 # Every system has these blocks.
 EVERY_SYSTEM = ("rollout", "optimizer", "discount", "observation normalization")
@@ -146,7 +147,7 @@ def test_the_blocks_here_are_the_schema_blocks():
                      "epsilon-greedy exploration": schemas.EpsilonGreedyBlock,
                      "target network": schemas.TargetNetworkBlock, "on-policy batches": schemas.OnPolicyBatchesBlock,
                      "deterministic policy": schemas.DeterministicPolicyBlock, "munchausen": schemas.MunchausenBlock,
-                     "dual variables": schemas.DualVariablesBlock}
+                     "dual variables": schemas.DualVariablesBlock, "tree search": schemas.TreeSearchBlock}
     for block, schema in block_classes.items():
         assert BLOCKS[block] == {field.name for field in dataclasses.fields(schema)}, block
 

@@ -3,6 +3,7 @@
 `returns` holds time-major return estimators (GAE, lambda-returns; replay collapses n-step sequences itself,
 stoix_like.replay.n_step_transition); `losses` holds the per-example and scalar losses that systems combine;
 `masking` the illegal-action max, argmax and fill value; `indexing` the value of the action taken; `mpo` the
-dual-variable machinery of MPO and V-MPO (temperature duals, KLs, KL constraints, log-space multipliers).
+dual-variable machinery of MPO and V-MPO (temperature duals, KLs, KL constraints, log-space multipliers);
+`value_support` MuZero's invertible value transform and two-hot categorical supports.
 Nothing here reads a config or keeps state.
 """

@@ -289,6 +289,27 @@ def weighted_log_likelihood_loss(log_prob: Array, weights: Array) -> Array:
     return -jnp.mean(jax.lax.stop_gradient(weights) * log_prob)
 
 
+def policy_distillation_loss(target_probs: Array, logits: Array) -> Array:
+    """AlphaZero's policy loss: the cross-entropy of the policy's logits from a target distribution (a search's
+    action weights), -mean_b sum_a p(a) log pi(a).
+
+    Masked logits (ops.masking's finite fill) are fine when the target gives illegal actions probability 0: 0
+    times the finite log-probability of the fill is 0.
+
+    Args:
+      target_probs: `[B, A]` probabilities, each row summing to 1 (not differentiated).
+      logits: `[B, A]` the policy's logits (differentiated).
+
+    Returns:
+      scalar loss; it exceeds the loss of a policy equal to the target by E_b[KL(target ‖ pi)].
+    """
+    chex.assert_rank([target_probs, logits], 2)
+    chex.assert_equal_shape([target_probs, logits])
+    chex.assert_type([target_probs, logits], float)
+    log_pi = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.sum(jax.lax.stop_gradient(target_probs) * log_pi, axis=-1))
+
+
 # ----------------------------------------------------------------------------------------------------
 # Q-learning
 # ----------------------------------------------------------------------------------------------------

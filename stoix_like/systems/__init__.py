@@ -8,6 +8,7 @@ A family folder holds its algorithms beside the one module they share:
   actor_critic/  continuous_control.py · deterministic_policy_gradient.py · sac.py · td3.py (and ddpg) · d4pg.py
                  · awr.py (discrete and continuous, on replayed sequences)
                  · mpo.py
+  search/        mcts.py (mctx: the env as model, the root, the search policy, search statistics) · alphazero.py
   off_policy.py  the replay-based skeleton that q_learning/ and actor_critic/ both build on
   dual_variables.py  what MPO and V-MPO share (KL bounds per action kind, dual variables, the M-step)
 
@@ -30,6 +31,7 @@ MODULE_OF = {
     "sac": "actor_critic.sac", "td3": "actor_critic.td3", "ddpg": "actor_critic.td3", "d4pg": "actor_critic.d4pg",
     "awr": "actor_critic.awr",
     "mpo": "actor_critic.mpo", "vmpo": "on_policy.vmpo",
+    "az": "search.alphazero",
 }
 
 

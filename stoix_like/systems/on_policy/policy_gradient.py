@@ -22,7 +22,7 @@ from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_init
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.evaluator import actor_policy
+from stoix_like.evaluator import EvalPolicy, actor_policy
 from stoix_like.networks.factory import build_actor, build_critic
 from stoix_like.ops.losses import clipped_value_loss, l2_loss
 from stoix_like.ops.returns import truncated_gae
@@ -112,7 +112,6 @@ def make_update_minibatch(apply: MinibatchApply, update_fns: ActorCriticUpdateFn
     """`update_minibatch((params, opt_states, obs_norm), minibatch, entropy_key, objective_state)`: one step of
     the actor on `objective` (with the entropy bonus) and of the critic on `critic_loss`, the gradients and
     metrics averaged over the update batch and the devices."""
-    actor_update, critic_update = update_fns
 
     def actor_loss(actor_params, minibatch, obs_norm, key: jax.Array, objective_state: Any):
         dist = apply.actor(actor_params, obs_norm, minibatch)
@@ -139,17 +138,26 @@ def make_update_minibatch(apply: MinibatchApply, update_fns: ActorCriticUpdateFn
             params.actor, minibatch, obs_norm, entropy_key, objective_state)
         critic_grads, critic_metrics = jax.grad(critic_loss_and_metrics, has_aux=True)(
             params.critic, minibatch, obs_norm)
-        actor_grads, critic_grads, metrics = parallel.pmean_batch_then_device(
-            (actor_grads, critic_grads, {**actor_metrics, **critic_metrics}))
-        actor_updates, actor_opt = actor_update(actor_grads, opt_states.actor, params.actor)
-        critic_updates, critic_opt = critic_update(critic_grads, opt_states.critic, params.critic)
-        params = ActorCriticParams(
-            jax.tree_util.tree_map(jnp.add, params.actor, actor_updates),
-            jax.tree_util.tree_map(jnp.add, params.critic, critic_updates),
-        )
-        return (params, ActorCriticOptStates(actor_opt, critic_opt), obs_norm), metrics
+        params, opt_states, metrics = apply_gradients(
+            update_fns, params, opt_states, actor_grads, critic_grads, {**actor_metrics, **critic_metrics})
+        return (params, opt_states, obs_norm), metrics
 
     return update_minibatch
+
+
+def apply_gradients(update_fns: ActorCriticUpdateFns, params: ActorCriticParams, opt_states: ActorCriticOptStates,
+                    actor_grads: Any, critic_grads: Any, metrics: Metrics
+                    ) -> Tuple[ActorCriticParams, ActorCriticOptStates, Metrics]:
+    """One optimiser step of the actor and the critic on one slot's gradients, averaged over the update batch and
+    the devices first (the metrics too), so that every replica takes the same step."""
+    actor_grads, critic_grads, metrics = parallel.pmean_batch_then_device((actor_grads, critic_grads, metrics))
+    actor_updates, actor_opt = update_fns.actor(actor_grads, opt_states.actor, params.actor)
+    critic_updates, critic_opt = update_fns.critic(critic_grads, opt_states.critic, params.critic)
+    params = ActorCriticParams(
+        jax.tree_util.tree_map(jnp.add, params.actor, actor_updates),
+        jax.tree_util.tree_map(jnp.add, params.critic, critic_updates),
+    )
+    return params, ActorCriticOptStates(actor_opt, critic_opt), metrics
 
 
 def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
@@ -224,30 +232,52 @@ def actor_critic_optimizers(system: DictConfig, budget: Budget, params: ActorCri
             ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update))
 
 
-def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, objective: ActorObjective,
-           critic_loss: CriticLoss, state_type: Callable[..., Any] = OnPolicyLearnerState,
-           **objective_state: Any) -> SystemSetup:
-    """A system's `learner_setup`: separate actor and critic networks and optimisers, and the initial state
-    (`state_type`, with the objective's own fields `objective_state` besides the on-policy ones)."""
+class ActorCriticSetup(NamedTuple):
+    """An on-policy actor-critic's networks, optimisers and initial state, before its learner is built."""
+
+    apply_fns: ActorCriticApplyFns
+    update_fns: ActorCriticUpdateFns
+    learner_state: Any
+    eval_policy: EvalPolicy
+
+
+def eval_params(slot: Any) -> Any:
+    """What `actor_policy` evaluates of one slot of an on-policy actor-critic's state."""
+    return slot.params.actor, slot.obs_norm
+
+
+def build_actor_critic(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
+                       state_type: Callable[..., Any] = OnPolicyLearnerState, **extra_state: Any) -> ActorCriticSetup:
+    """Separate actor and critic networks and optimisers (`actor_critic_optimizers`), and the initial state
+    (`state_type`, with `extra_state` besides the on-policy fields). Shared by every feed-forward on-policy
+    actor-critic and by AlphaZero, whose policy and value networks are these."""
     system = config.system
     rollout.check_minibatches(system, budget)
     actor = build_actor(config.network, env.action_space)
     critic = build_critic(config.network)
-    batched_env = VmapWrapper(env)
 
     key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
     observation = example_observation(env)
     # jitted: an eager flax init dispatches one tiny XLA program per layer operation
     params = ActorCriticParams(jitted_init(actor)(actor_key, observation), jitted_init(critic)(critic_key, observation))
-
     opt_states, update_fns = actor_critic_optimizers(system, budget, params)
     learner_state = rollout.initial_learner_state(state_type, env, env_key, step_key, system, budget,
-                                                  params=params, opt_states=opt_states, **objective_state)
-    learner_fn = get_learner_fn(batched_env, ActorCriticApplyFns(actor.apply, critic.apply), update_fns, config,
-                                budget, objective, critic_loss)
-    return SystemSetup(
-        learner_fn=learner_fn,
+                                                  params=params, opt_states=opt_states, **extra_state)
+    return ActorCriticSetup(
+        apply_fns=ActorCriticApplyFns(actor.apply, critic.apply),
+        update_fns=update_fns,
         learner_state=learner_state,
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
-        eval_params=lambda slot: (slot.params.actor, slot.obs_norm),
     )
+
+
+def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, objective: ActorObjective,
+           critic_loss: CriticLoss, state_type: Callable[..., Any] = OnPolicyLearnerState,
+           **objective_state: Any) -> SystemSetup:
+    """A system's `learner_setup`: separate actor and critic networks and optimisers, and the initial state
+    (`state_type`, with the objective's own fields `objective_state` besides the on-policy ones)."""
+    parts = build_actor_critic(env, key, config, budget, state_type, **objective_state)
+    learner_fn = get_learner_fn(VmapWrapper(env), parts.apply_fns, parts.update_fns, config, budget, objective,
+                                critic_loss)
+    return SystemSetup(learner_fn=learner_fn, learner_state=parts.learner_state, eval_policy=parts.eval_policy,
+                       eval_params=eval_params)

@@ -24,7 +24,9 @@ from stoix_like.types import EnvState, Observation, PRNGKey, RolloutStep, TimeSt
 
 # act(params, normalised observation, key) -> (action to store, action for the env, per-step policy extras)
 ActFn = Callable[[Any, Observation, jax.Array], Tuple[jax.Array, jax.Array, Any]]
-# act(learner state, normalised observation, key) -> (learner state, action to store, action for the env, extras)
+# act(learner state, normalised observation, key) -> (learner state, action to store, action for the env, extras): a
+# policy that reads or moves more of the learner state than its params (a recurrent one's hidden state; a search,
+# which plans from the env states themselves)
 StatefulActFn = Callable[[Any, Observation, jax.Array], Tuple[Any, jax.Array, jax.Array, Any]]
 # update_minibatch(carry, minibatch, key) -> (carry, metrics)
 MinibatchUpdateFn = Callable[[Any, Any, jax.Array], Tuple[Any, Any]]
@@ -62,13 +64,14 @@ def collect_rollout(env: VmapWrapper, act: ActFn, state: LearnerStateT, rollout_
     def act_from_params(state: LearnerStateT, observation: Observation, key: jax.Array):
         return (state, *act(state.params, observation, key))
 
-    return collect_rollout_with_memory(env, act_from_params, state, rollout_length)
+    return collect_rollout_from_state(env, act_from_params, state, rollout_length)
 
 
-def collect_rollout_with_memory(env: VmapWrapper, act: StatefulActFn, state: LearnerStateT, rollout_length: int
-                                ) -> Tuple[LearnerStateT, RolloutStep]:
-    """`collect_rollout` for a policy that reads and moves its own part of the learner state (a recurrent one's
-    hidden state, which it resets where `state.timestep` opens an episode)."""
+def collect_rollout_from_state(env: VmapWrapper, act: StatefulActFn, state: LearnerStateT, rollout_length: int
+                               ) -> Tuple[LearnerStateT, RolloutStep]:
+    """`collect_rollout` for a policy that reads or moves more of the learner state than its params: a recurrent
+    one's hidden state (reset where `state.timestep` opens an episode), a search's env states. The trajectory is
+    the same."""
 
     def env_step(state: LearnerStateT, _: None) -> Tuple[LearnerStateT, RolloutStep]:
         key, policy_key = jax.random.split(state.key)

@@ -1,0 +1,8 @@
+"""`python -m experiments.az [overrides]`: AlphaZero, a tree search (mctx) whose model is the env itself."""
+
+from stoix_like.entry import hydra_entry
+
+main = hydra_entry("az", "stoix_like.systems.search.alphazero:run_experiment")
+
+if __name__ == "__main__":
+    main()

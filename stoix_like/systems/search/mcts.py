@@ -1,0 +1,155 @@
+"""What the search systems share: DeepMind's mctx, glued to this library's envs, networks and masks.
+
+  * `env_model`: mctx's `recurrent_fn` for a search whose model is the environment itself. JAX envs are pure,
+    so an env state is a search state: expanding a node steps a copy of the env, exactly as `env.step` would.
+  * `network_root`: the root from the policy/value network at the current observation.
+  * `run_search`: the search policy chosen by `system.search_policy` (`gumbel_muzero` or `muzero`), with illegal
+    actions (`Observation.action_mask`) excluded at the root and at every interior node.
+  * `search_statistics`: what is logged of every search (visit entropy, search value minus network value,
+    tree depth).
+
+A learned model (MuZero) will supply its own `recurrent_fn` and embedding; the root, the policy choice, the
+masking and the statistics stay as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, NamedTuple, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+
+from stoix_like.envs.environment import Environment
+from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.ops.masking import mask_illegal
+from stoix_like.types import Array, EnvState, Observation, TimeStep
+
+# system.search_policy -> the mctx policy it runs
+SEARCH_POLICIES = ("gumbel_muzero", "muzero")
+
+# prior_and_value(search params, observations [B, ...]) -> (policy logits [B, A], values [B]): what the network
+# says at a node; the logits need not be masked (the search masks them with the node's own mask)
+PriorAndValue = Callable[[Any, Observation], Tuple[Array, Array]]
+
+
+class EnvEmbedding(NamedTuple):
+    """A search node of the env-as-model search: the env state, and which actions are legal from it."""
+
+    env_state: EnvState
+    action_mask: Array  # [A] bool: the mask of the observation the env state shows, which its children honour
+
+
+def network_root(prior_and_value: PriorAndValue, params: Any, env_state: EnvState, timestep: TimeStep
+                 ) -> mctx.RootFnOutput:
+    """The root of a batch of searches `[B]`: the network's prior and value at the current observations, the env
+    states as embeddings."""
+    mask = timestep.observation.action_mask
+    logits, value = prior_and_value(params, timestep.observation)
+    return mctx.RootFnOutput(prior_logits=mask_illegal(logits, mask), value=value,
+                             embedding=EnvEmbedding(env_state, mask))
+
+
+def env_model(env: Environment, prior_and_value: PriorAndValue, gamma: float) -> Callable:
+    """mctx's `recurrent_fn(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)`, stepping
+    `env` (one unbatched env with auto-reset, the train env) on a batch of embeddings.
+
+    The step's keys travel in the env state, so the search sees the very transitions the real env would make.
+    Where an episode ends the node's discount is 0, so nothing below it (the auto-reset's next episode) reaches
+    its parent: a termination adds nothing more, and a truncation adds γ·V of the true successor
+    (`extras["next_obs"]`) to the reward, the bootstrap every return here takes at a time limit. One network
+    pass serves both: where the episode ended it evaluates the true successor, whose value is that bootstrap
+    (and whose prior no selection ever reads past a zero discount); elsewhere the observation the node continues
+    from.
+    """
+    batched_env = VmapWrapper(env)
+
+    def recurrent_fn(params: Any, key: jax.Array, action: Array, embedding: EnvEmbedding
+                     ) -> Tuple[mctx.RecurrentFnOutput, EnvEmbedding]:
+        del key  # the env's own keys are in its state
+        env_state, timestep = batched_env.step(embedding.env_state, action)
+        ended = timestep.last()
+        evaluated = jax.tree_util.tree_map(lambda successor, continued: jnp.where(
+            ended.reshape(ended.shape + (1,) * (successor.ndim - 1)), successor, continued),
+            timestep.extras["next_obs"], timestep.observation)
+        logits, value = prior_and_value(params, evaluated)
+        discount = gamma * timestep.discount  # 0 on termination: a terminal state's value is 0
+        mask = timestep.observation.action_mask
+        output = mctx.RecurrentFnOutput(
+            reward=timestep.reward + jnp.where(ended, discount * value, 0.0),
+            discount=jnp.where(ended, 0.0, discount),
+            prior_logits=mask_illegal(logits, mask),
+            value=value,
+        )
+        return output, EnvEmbedding(env_state, mask)
+
+    return recurrent_fn
+
+
+def _legal_actions_only(qtransform: Callable) -> Callable:
+    """A q-transform whose illegal actions (by the node's embedding mask) score ILLEGAL_ACTION_VALUE.
+
+    mctx masks illegal actions at the root only; MuZero's PUCT would otherwise pick an unvisited illegal action
+    whose completed value beats the visited ones, and step the env with it.
+    """
+
+    def masked_qtransform(tree: mctx.Tree, node_index: Array) -> Array:
+        return mask_illegal(qtransform(tree, node_index), tree.embeddings.action_mask[node_index])
+
+    return masked_qtransform
+
+
+def run_search(search_policy: str, params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: Callable,
+               num_simulations: int, max_depth: int | None) -> mctx.PolicyOutput:
+    """One batch of searches `[B]` from `root` with the mctx policy `search_policy` (SEARCH_POLICIES).
+
+    `gumbel_muzero`: Gumbel MuZero (Danihelka et al., 2022), an improving policy even with few simulations; its
+    action weights are the improved policy softmax(logits + completed Q). `muzero`: PUCT with Dirichlet noise at
+    the root; its action weights are the root's visit counts, normalised. The root's embedding must be an
+    `EnvEmbedding` or carry `action_mask` likewise.
+    """
+    invalid_actions = 1.0 - root.embedding.action_mask.astype(root.prior_logits.dtype)
+    common = dict(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn, num_simulations=num_simulations,
+                  invalid_actions=invalid_actions, max_depth=max_depth)
+    if search_policy == "gumbel_muzero":
+        return mctx.gumbel_muzero_policy(
+            **common, qtransform=_legal_actions_only(mctx.qtransform_completed_by_mix_value))
+    if search_policy == "muzero":
+        return mctx.muzero_policy(**common, qtransform=_legal_actions_only(mctx.qtransform_by_parent_and_siblings))
+    raise ValueError(f"unknown search policy {search_policy!r}; choose one of {', '.join(SEARCH_POLICIES)}")
+
+
+def node_depths(tree: mctx.Tree) -> Array:
+    """`[B, N]` each node's depth, the root's 0; a node never created (a simulation that stopped at max_depth
+    revisits one) has depth 0 too.
+
+    mctx creates node i at simulation i, always below an earlier node, so one pass in index order suffices.
+    """
+    parents = tree.parents
+
+    def set_depth(index: int, depths: Array) -> Array:
+        parent = parents[:, index]
+        parent_depth = jnp.take_along_axis(depths, jnp.maximum(parent, 0)[:, None], axis=1)[:, 0]
+        return depths.at[:, index].set(jnp.where(parent >= 0, parent_depth + 1, 0))
+
+    return jax.lax.fori_loop(1, parents.shape[1], set_depth, jnp.zeros(parents.shape, jnp.int32))
+
+
+def search_statistics(output: mctx.PolicyOutput, network_value: Array) -> Dict[str, Array]:
+    """`[B]` per search: the entropy of the root's visit distribution (0: every simulation went one way), the
+    search's root value minus the network's (how much the search revised it), and the tree's depth (its deepest
+    node)."""
+    summary = output.search_tree.summary()
+    chex.assert_equal_shape([summary.value, network_value])
+    probs = summary.visit_probs
+    visit_entropy = -jnp.sum(jnp.where(probs > 0, probs * jnp.log(jnp.where(probs > 0, probs, 1.0)), 0.0), axis=-1)
+    return {"visit_entropy": visit_entropy,
+            "search_value_minus_network_value": summary.value - network_value,
+            "tree_depth": jnp.max(node_depths(output.search_tree), axis=-1).astype(network_value.dtype)}
+
+
+def search_value(output: mctx.PolicyOutput) -> Array:
+    """`[B]` the root's value after the search: the network's value averaged with every simulation's return."""
+    return output.search_tree.summary().value
+
