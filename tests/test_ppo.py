@@ -1,4 +1,4 @@
-"""PPO as a whole: its shipped defaults solve CartPole on two populations of seeds, it stops loudly on NaN,
+"""PPO as a whole: its shipped defaults solve CartPole on a population of seeds nobody tuned on, it stops loudly on NaN,
 and its observation statistics are the same global statistics in every (device, batch) slot."""
 
 from __future__ import annotations
@@ -14,13 +14,10 @@ from stoix_like.envs import Wrapper
 from stoix_like.systems.on_policy import ppo
 
 
-def test_ppo_learns_cartpole(compose):
-    # config/ppo.yaml as shipped, seeds 0..7 in one program: the population the defaults were tuned on
-    assert_population_learns(compose, "ppo")
-
-
 def test_ppo_learns_cartpole_on_seeds_nobody_tuned_on(compose):
-    # seeds 1000..1007: another machine is, for a seed, just another seed; this is the suite's shifted check
+    # config/ppo.yaml as shipped, seeds 1000..1007 in one program: another machine is, for a seed, just another
+    # seed. The population the defaults were tuned on (0..7) is README's row (benchmarks/learning_table.py); CI
+    # checks the one nobody tuned on, the stronger claim, and spends its minutes once.
     assert_population_learns(compose, "ppo", first_seed=1000)
 
 
