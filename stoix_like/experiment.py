@@ -95,7 +95,7 @@ def _mean_completed_episode_return(episode_metrics: Dict[str, np.ndarray]) -> fl
 
 def _describe(algorithm: str, config: DictConfig, budget: budget_lib.Budget, seeds: List[int]) -> str:
     return (
-        f"{algorithm} on {config.env.suite}/{config.env.scenario.name}: {budget.total_timesteps:,} steps = "
+        f"{algorithm} on {config.env.suite}/{run_record.task_name(config.env)}: {budget.total_timesteps:,} steps = "
         f"{budget.num_evaluation} evaluations × {budget.updates_per_evaluation} updates × "
         f"{budget.rollout_length} steps × {budget.total_num_envs} envs "
         f"({budget.n_devices} devices × {budget.update_batch_size} batch × {budget.num_envs} envs)"

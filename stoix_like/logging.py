@@ -201,7 +201,7 @@ class NeptuneLogger:
                 from neptune.utils import stringify_unsupported
 
             self._run = neptune.init_run(
-                project=project, api_token=token, mode=mode, name=f"{algorithm} {config.env.scenario.name}",
+                project=project, api_token=token, mode=mode, name=f"{algorithm} {run_record.task_name(config.env)}",
                 tags=[str(tag) for tag in settings.tags], source_files=[], git_ref=False,
                 capture_stdout=False, capture_stderr=False, capture_hardware_metrics=False,
             )
@@ -255,7 +255,7 @@ class WandbLogger:
         os.makedirs(run_dir, exist_ok=True)
         self._run = wandb.init(
             project=settings.project, entity=settings.entity, mode=str(settings.mode), dir=run_dir,
-            name=f"{algorithm} {config.env.scenario.name}", tags=[str(tag) for tag in settings.tags],
+            name=f"{algorithm} {run_record.task_name(config.env)}", tags=[str(tag) for tag in settings.tags],
             config=plain_config(config), settings=wandb.Settings(console="off", silent=True))
 
     def scalars(self, prefix: str, step: int, values: Mapping[str, float]) -> None:
@@ -306,10 +306,10 @@ class Logger:
         self.console = ConsoleLogger(os.path.join(run_dir, f"{algorithm}.log"), show=bool(config.logger.use_console))
         if config.logger.use_json:
             self.json = JsonLogger(os.path.join(run_dir, "metrics.json"), env_name=str(config.env.suite),
-                                   task_name=str(config.env.scenario.name), algorithm=algorithm, seeds=seeds)
+                                   task_name=run_record.task_name(config.env), algorithm=algorithm, seeds=seeds)
             # beside the metrics, what a report needs to read them without being told (stoix_like/run_record.py)
             self.record = RunRecordLogger(run_dir, run_record.started(
-                algorithm, str(config.env.suite), str(config.env.scenario.name), seeds,
+                algorithm, str(config.env.suite), run_record.task_name(config.env), seeds,
                 int(config.arch.total_timesteps), plain_config(config)))
             self._call(self.record, "start")
         if kinds.tensorboard.enabled:

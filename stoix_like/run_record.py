@@ -24,6 +24,17 @@ class Timings(NamedTuple):
     learned_steps: int  # env steps those learn calls took, all seeds together
 
 
+def task_name(env_config: Any) -> str:
+    """The task a run is logged and reported under: the suite's scenario name, and which observation entries the
+    agent sees where `env.observed_indices` hides some (`CartPole-v1[observed 0,2]` is another task than
+    `CartPole-v1`, and its runs must not be pooled with CartPole's in a report)."""
+    name = str(env_config["scenario"]["name"])
+    observed = env_config.get("observed_indices")
+    if observed is None:
+        return name
+    return f"{name}[observed {','.join(str(int(index)) for index in observed)}]"
+
+
 def started(algorithm: str, suite: str, task: str, seeds: Sequence[int], total_timesteps: int,
             config: Any) -> Dict[str, Any]:
     """The record of a run that has just started; `config` is the composed config as plain containers."""

@@ -208,3 +208,15 @@ def test_an_unfinished_run_is_reported_from_its_last_evaluation(results_dir, tmp
     seeds = logged(results_dir / "dqn", "dqn")
     assert not group.finished and group.final_returns().tolist() == [seeds[0][1][2], seeds[1][1][2]]
     assert "did not finish" in group.notes[0]
+
+
+def test_a_task_that_hides_observation_entries_is_reported_apart_from_its_scenario():
+    from stoix_like import run_record
+
+    cartpole, masked = (compose_config("ppo", [f"env=gymnax/{option}"]).env
+                        for option in ("cartpole", "cartpole_masked"))
+    assert run_record.task_name(cartpole) == "CartPole-v1"
+    assert run_record.task_name(masked) == "CartPole-v1[observed 0,2]"
+    # a report maps each logged task back to the env option it came from, never the masked one to CartPole's
+    assert report_runs.env_option_of("gymnax", "CartPole-v1") == "gymnax/cartpole"
+    assert report_runs.env_option_of("gymnax", "CartPole-v1[observed 0,2]") == "gymnax/cartpole_masked"

@@ -27,7 +27,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from omegaconf import DictConfig, OmegaConf
 
-from stoix_like import parallel
+from stoix_like import parallel, run_record
 from stoix_like.config_upgrade import upgrade_saved_config
 
 # 2: a checkpoint names its system by the registry name it was trained as (`algorithm`, resolved through
@@ -61,7 +61,8 @@ def describe_run(config: DictConfig, algorithm: str) -> Dict[str, Any]:
     """What must match for a checkpoint to continue: the algorithm, the env and the network."""
     return {
         "algorithm": algorithm,
-        "env": {"suite": str(config.env.suite), "scenario": str(config.env.scenario.name),
+        # the task name (run_record.task_name): the scenario, and which entries it observes where it hides some
+        "env": {"suite": str(config.env.suite), "scenario": run_record.task_name(config.env),
                 "kwargs": config_container(config.env.get("kwargs") or {}),
                 "max_episode_steps": config.env.get("max_episode_steps")},
         "network": config_container(config.network),

@@ -249,6 +249,6 @@ def env_option_of(suite: str, task: str) -> Optional[str]:
 
     for path in sorted(glob.glob(os.path.join(CONFIG_DIR, "env", "*", "*.yaml"))):
         env = OmegaConf.load(path)
-        if OmegaConf.select(env, "suite") == suite and OmegaConf.select(env, "scenario.name") == task:
+        if OmegaConf.select(env, "suite") == suite and run_record.task_name(env) == task:
             return os.path.relpath(path, os.path.join(CONFIG_DIR, "env"))[: -len(".yaml")].replace(os.sep, "/")
     return None
