@@ -176,7 +176,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         learner_fn=learner_fn,
         learner_state=learner_state,
         eval_policy=recurrent_actor_policy(actor, greedy=bool(config.arch.evaluation_greedy)),
-        eval_params=lambda slot: (slot.params.actor, slot.obs_norm),
+        eval_params=policy_gradient.eval_params,  # the actor and observation statistics, as every actor-critic
     )
 
 
