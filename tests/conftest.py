@@ -96,6 +96,14 @@ def python_subprocess(compilation_cache_dir):
     return _run
 
 
+# Pendulum populations in CI train 4 seeds (0..3), CartPole's 8. Ten Pendulum defaults at 6 seeds took ~1,500 of
+# CI's ~5,500 worker-seconds (71-276 s each) and held it over its 45 minutes. Every Pendulum target has a wide
+# margin at 8 seeds (README's learning table: IQMs 51-201 above their bars, at most 2/8 below the solved line);
+# the 8-seed populations, 0..7 and 1000..1007 nobody tuned on, are
+# `python benchmarks/learning_table.py --algorithms ALGO@gymnax/pendulum [--first-seed 1000]`.
+PENDULUM_CI_SEEDS = 4
+
+
 def assert_population_learns(compose, algorithm: str, first_seed: int = 0, num_seeds: int = 8,
                              overrides: Sequence[str] = (), env: Optional[str] = None) -> None:
     """The learning-test pattern: `num_seeds` seeds of the shipped defaults in one program must meet the
@@ -116,13 +124,13 @@ def assert_population_learns(compose, algorithm: str, first_seed: int = 0, num_s
 EXPECTED_SECONDS = {
     "test_every_policy_optimization_system_runs_on_brax": 180,  # per env
     "test_rainbow_learns_cartpole": 290,
-    "test_sac_learns_pendulum": 265,
-    "test_d4pg_learns_pendulum": 255,
-    "test_td3_learns_pendulum": 230,
-    "test_ddpg_learns_pendulum": 165,
-    "test_mpo_learns_pendulum": 155,
+    "test_sac_learns_pendulum": 177,
+    "test_d4pg_learns_pendulum": 170,
+    "test_td3_learns_pendulum": 153,
+    "test_ddpg_learns_pendulum": 110,
+    "test_mpo_learns_pendulum": 103,
     "test_c51_learns_cartpole": 135,
-    "test_vmpo_learns_pendulum": 130,
+    "test_vmpo_learns_pendulum": 87,
     "test_two_processes_under_load_never_deadlock_and_repeat_exactly": 130,
     "test_qr_dqn_learns_cartpole": 130,
     "test_memory_matters_on_the_masked_cartpole": 250,  # two populations

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_population_learns
+from conftest import PENDULUM_CI_SEEDS, assert_population_learns
 
 from stoix_like import config_schema, experiment, parallel, replay
 from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace
@@ -222,14 +222,9 @@ def test_a_refused_run_compiles_nothing(python_subprocess, tmp_path):
 # (stoix_like/learning_targets.py). CartPole is the default env; Pendulum's values are config/tuned/awr/gymnax/.
 # ----------------------------------------------------------------------------------------------------
 
-# 6 Pendulum seeds, not the learning table's 8, to keep CI within its budget (as the other continuous systems do);
-# the 8-seed populations are `python benchmarks/learning_table.py --algorithms awr [--first-seed 1000]`.
-PENDULUM_SEEDS = 6
-
-
 def test_awr_learns_cartpole(compose):
     assert_population_learns(compose, "awr", env="gymnax/cartpole")
 
 
 def test_awr_learns_pendulum(compose):
-    assert_population_learns(compose, "awr", env="gymnax/pendulum", num_seeds=PENDULUM_SEEDS)
+    assert_population_learns(compose, "awr", env="gymnax/pendulum", num_seeds=PENDULUM_CI_SEEDS)

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_population_learns, unoptimized_xla
+from conftest import PENDULUM_CI_SEEDS, assert_population_learns, unoptimized_xla
 
 from stoix_like import replay
 from stoix_like.envs.environment import ContinuousActionSpace
@@ -212,26 +212,20 @@ def test_replay_ratio_line(compose):
 # must meet its target in stoix_like/learning_targets.py: an IQM bar and at most one seed below a floor.
 # ----------------------------------------------------------------------------------------------------
 
-# 6 seeds, not the learning table's 8: 8 seeds of one default took 460-530 s on a loaded 2-core CPU (a third of it
-# evaluation), too long for CI four times over. The 8-seed populations (seeds 0..7, and 1000..1007 nobody tuned on)
-# are `python benchmarks/learning_table.py --algorithms sac td3 ddpg d4pg [--first-seed 1000]`.
-LEARNING_SEEDS = 6
-
-
 def test_sac_learns_pendulum(compose):
-    assert_population_learns(compose, "sac", num_seeds=LEARNING_SEEDS)
+    assert_population_learns(compose, "sac", num_seeds=PENDULUM_CI_SEEDS)
 
 
 def test_td3_learns_pendulum(compose):
-    assert_population_learns(compose, "td3", num_seeds=LEARNING_SEEDS)
+    assert_population_learns(compose, "td3", num_seeds=PENDULUM_CI_SEEDS)
 
 
 def test_ddpg_learns_pendulum(compose):
-    assert_population_learns(compose, "ddpg", num_seeds=LEARNING_SEEDS)
+    assert_population_learns(compose, "ddpg", num_seeds=PENDULUM_CI_SEEDS)
 
 
 def test_d4pg_learns_pendulum(compose):
-    assert_population_learns(compose, "d4pg", num_seeds=LEARNING_SEEDS)
+    assert_population_learns(compose, "d4pg", num_seeds=PENDULUM_CI_SEEDS)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_population_learns
+from conftest import PENDULUM_CI_SEEDS, assert_population_learns
 
 from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace
 from stoix_like.errors import ConfigError
@@ -119,14 +119,8 @@ def test_the_policy_kls_of_each_head():
 # Learning: the shipped defaults of each task, as populations of seeds in one program
 # ----------------------------------------------------------------------------------------------------
 
-# Pendulum populations train 6 seeds, as tests/test_continuous.py's do, to keep CI within its budget; the 8-seed
-# populations (seeds 0..7, and 1000..1007 nobody tuned on) are `python benchmarks/learning_table.py --algorithms
-# mpo vmpo [--first-seed 1000]`.
-PENDULUM_SEEDS = 6
-
-
 def test_mpo_learns_pendulum(compose):
-    assert_population_learns(compose, "mpo", env="gymnax/pendulum", num_seeds=PENDULUM_SEEDS)
+    assert_population_learns(compose, "mpo", env="gymnax/pendulum", num_seeds=PENDULUM_CI_SEEDS)
 
 
 def test_mpo_learns_cartpole(compose):
@@ -138,4 +132,4 @@ def test_vmpo_learns_cartpole(compose):
 
 
 def test_vmpo_learns_pendulum(compose):
-    assert_population_learns(compose, "vmpo", env="gymnax/pendulum", num_seeds=PENDULUM_SEEDS)
+    assert_population_learns(compose, "vmpo", env="gymnax/pendulum", num_seeds=PENDULUM_CI_SEEDS)

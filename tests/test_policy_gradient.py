@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_population_learns
+from conftest import PENDULUM_CI_SEEDS, assert_population_learns
 
 from stoix_like import envs as envs_lib
 from stoix_like import experiment, parallel
@@ -108,12 +108,10 @@ def test_a_resumed_ppo_penalty_run_carries_its_beta_on(compose, tmp_path):
 
 # ----------------------------------------------------------------------------------------------------
 # Learning: each shipped default as a population of seeds in one program must meet its target in
-# stoix_like/learning_targets.py. CartPole with 8 seeds; Pendulum with 6 to fit CI (the 8-seed populations, and
-# 1000..1007 nobody tuned on, are `python benchmarks/learning_table.py --algorithms reinforce ppo_penalty dpo`).
+# stoix_like/learning_targets.py. CartPole with 8 seeds; Pendulum with conftest.PENDULUM_CI_SEEDS (the 8-seed
+# populations, and 1000..1007 nobody tuned on, are `python benchmarks/learning_table.py --algorithms reinforce
+# ppo_penalty dpo`).
 # ----------------------------------------------------------------------------------------------------
-
-PENDULUM_SEEDS = 6
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["reinforce", "ppo_penalty", "dpo"])
@@ -124,4 +122,4 @@ def test_learns_cartpole(compose, algorithm):
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["reinforce", "ppo_penalty", "dpo"])
 def test_learns_pendulum(compose, algorithm):
-    assert_population_learns(compose, algorithm, env="gymnax/pendulum", num_seeds=PENDULUM_SEEDS)
+    assert_population_learns(compose, algorithm, env="gymnax/pendulum", num_seeds=PENDULUM_CI_SEEDS)
