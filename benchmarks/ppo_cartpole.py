@@ -138,32 +138,12 @@ class _GymnaxFiveTupleStep:
 def random_through_our_env_stack(seed: int) -> Dict[str, float]:
     """The same random rollout through stoix_like's env layer (adapter, episode metrics, auto-reset, vmap):
     the difference from the raw gymnax ceiling is what our wrappers cost."""
-    from stoix_like import envs as envs_lib
+    from loop_timing import random_acting_rate  # same directory
 
-    train_env, _ = envs_lib.make({"suite": "gymnax", "scenario": {"name": "CartPole-v1"}, "kwargs": {}})
-    env = envs_lib.VmapWrapper(train_env)
-    num_steps = TOTAL_TIMESTEPS // NUM_ENVS
-
-    def rollout(key):
-        reset_key, key = jax.random.split(key)
-        env_state, _ = env.reset(jax.random.split(reset_key, NUM_ENVS))
-
-        def random_step(carry, _):
-            env_state, key = carry
-            key, action_key = jax.random.split(key)
-            env_state, timestep = env.step(env_state, jax.random.randint(action_key, (NUM_ENVS,), 0, 2))
-            return (env_state, key), timestep.last().sum()
-
-        _, episodes_ended = jax.lax.scan(random_step, (env_state, key), None, length=num_steps)
-        return episodes_ended.sum()
-
-    key = jax.random.PRNGKey(seed)
-    start = time.perf_counter()
-    compiled = jax.jit(rollout).lower(key).compile()
-    compile_seconds = time.perf_counter() - start
-    episodes, seconds = timed(compiled, key)
-    return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds,
-            "final_return": TOTAL_TIMESTEPS / max(int(episodes), 1)}
+    rate = random_acting_rate({"suite": "gymnax", "scenario": {"name": "CartPole-v1"}, "kwargs": {}}, NUM_ENVS,
+                              TOTAL_TIMESTEPS // NUM_ENVS, seed)
+    return {"compile_s": rate["compile_s"], "steps_per_s": rate["steps_per_s"],
+            "final_return": TOTAL_TIMESTEPS / max(rate["episodes"], 1)}
 
 
 def rejax_ppo(seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:
