@@ -9,6 +9,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import orbax.checkpoint as ocp
 import pytest
 
 from stoix_like import config_schema, experiment
@@ -160,6 +161,39 @@ def test_recurrent_ppo_runs_with_continuous_actions(compose, network, env):
                                  "arch.num_eval_episodes=2", "arch.total_timesteps=16", "env.max_episode_steps=10",
                                  *small])
     assert np.isfinite(experiment.run(config, recurrent_ppo.learner_setup, algorithm="rec_ppo"))
+
+
+def test_a_resumed_run_carries_its_hidden_states_on(compose, tmp_path):
+    """Recurrent PPO resumed from a mid-run checkpoint ends in the very state the uninterrupted run ends in, the
+    envs' hidden states included: they are learner-state leaves, saved and restored with the rest.
+
+    MemoryChain's episodes (6 steps) end inside a rollout of 8, so the saved hidden states are mid-episode: a resume
+    that restarted them from zeros would act differently from the first step on."""
+    small = [f"network.{net}.{part}={size}" for net in ("actor_network", "critic_network")
+             for part, size in (("pre_torso.layer_sizes", "[8]"), ("recurrent_core.hidden_size", 8))]
+    run = ["env=gymnax/memory_chain", "arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatches=2",
+           "arch.num_evaluation=4", "arch.num_eval_episodes=2", "arch.total_timesteps=128", *small]
+    saving = ["logger.checkpointing.save_model=True", f"logger.checkpointing.directory={tmp_path / 'checkpoints'}",
+              "logger.checkpointing.keep_last=4"]
+    uninterrupted = experiment.train(compose("rec_ppo", run + saving), recurrent_ppo.learner_setup, "rec_ppo")
+    resumed = experiment.train(
+        compose("rec_ppo", run + [f"logger.checkpointing.resume_from={tmp_path / 'checkpoints' / '64'}"]),
+        recurrent_ppo.learner_setup, "rec_ppo")
+
+    saved = ocp.PyTreeCheckpointer().restore(str(tmp_path / "checkpoints" / "64" / "learner_state"))
+    saved_hidden = [leaf for path, leaf in jax.tree_util.tree_flatten_with_path(saved)[0]
+                    if "hidden" in jax.tree_util.keystr(path)]
+    # the checkpoint holds hidden states, mid-episode (not the zeros an episode starts from), so there was one to carry
+    assert saved_hidden and all(np.abs(np.asarray(h)).max() > 1e-3 for h in saved_hidden)
+    leaves = jax.tree_util.tree_leaves(resumed.learner_state)
+    expected = jax.tree_util.tree_leaves(uninterrupted.learner_state)
+    assert len(leaves) == len(expected)
+    for leaf, want in zip(leaves, expected):
+        np.testing.assert_array_equal(np.asarray(leaf), np.asarray(want))
+    for leaf, want in zip(jax.tree_util.tree_leaves(resumed.learner_state.hidden),
+                          jax.tree_util.tree_leaves(uninterrupted.learner_state.hidden)):
+        np.testing.assert_array_equal(np.asarray(leaf), np.asarray(want))
+    assert resumed.absolute_returns == uninterrupted.absolute_returns
 
 
 # ----------------------------------------------------------------------------------- memory is shown to matter
