@@ -126,6 +126,7 @@ EXPECTED_SECONDS = {
     "test_two_processes_under_load_never_deadlock_and_repeat_exactly": 130,
     "test_qr_dqn_learns_cartpole": 130,
     "test_memory_matters_on_the_masked_cartpole": 250,  # two populations
+    "test_memory_matters_on_memory_chain": 90,  # two populations of 4 seeds
     "test_alphazero_learns_cartpole": 120,
 }
 LONG_BY_DEFAULT = 60
