@@ -198,14 +198,8 @@ def test_a_resumed_run_carries_its_hidden_states_on(compose, tmp_path):
                     if "hidden" in jax.tree_util.keystr(path)]
     # the checkpoint holds hidden states, mid-episode (not the zeros an episode starts from), so there was one to carry
     assert saved_hidden and all(np.abs(np.asarray(h)).max() > 1e-3 for h in saved_hidden)
-    leaves = jax.tree_util.tree_leaves(resumed.learner_state)
-    expected = jax.tree_util.tree_leaves(uninterrupted.learner_state)
-    assert len(leaves) == len(expected)
-    for leaf, want in zip(leaves, expected):
-        np.testing.assert_array_equal(np.asarray(leaf), np.asarray(want))
-    for leaf, want in zip(jax.tree_util.tree_leaves(resumed.learner_state.hidden),
-                          jax.tree_util.tree_leaves(uninterrupted.learner_state.hidden)):
-        np.testing.assert_array_equal(np.asarray(leaf), np.asarray(want))
+    # every leaf bit for bit (tree_map also insists the two states have one structure), the hidden states among them
+    jax.tree_util.tree_map(np.testing.assert_array_equal, resumed.learner_state, uninterrupted.learner_state)
     assert resumed.absolute_returns == uninterrupted.absolute_returns
 
 
