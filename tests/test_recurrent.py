@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
+from conftest import train_then_resume
 
 from stoix_like import config_schema, experiment
 from stoix_like import envs as envs_lib
@@ -27,6 +28,9 @@ from stoix_like.systems.on_policy import ppo, recurrent_ppo
 from stoix_like.types import Observation
 
 CELLS = ["lstm", "gru"]
+# networks small enough that a run of a few updates compiles and runs in seconds
+SMALL_RECURRENT_NETWORKS = [f"network.{net}.{part}={size}" for net in ("actor_network", "critic_network")
+                            for part, size in (("pre_torso.layer_sizes", "[8]"), ("recurrent_core.hidden_size", 8))]
 
 
 @functools.partial(jax.jit, static_argnums=0)  # eagerly, every flax operation dispatches a program of its own
@@ -167,12 +171,10 @@ def test_the_evaluator_carries_each_envs_memory_through_its_episode():
 
 @pytest.mark.parametrize("network, env", [("gru_rec_ppo", "gymnax/pendulum")])
 def test_recurrent_ppo_runs_with_continuous_actions(compose, network, env):
-    small = [f"network.{net}.{part}={size}" for net in ("actor_network", "critic_network")
-             for part, size in (("pre_torso.layer_sizes", "[8]"), ("recurrent_core.hidden_size", 8))]
     config = compose("rec_ppo", [f"network={network}", f"env={env}", "arch.total_num_envs=4",
                                  "system.rollout_length=4", "system.epochs=1", "arch.num_evaluation=1",
                                  "arch.num_eval_episodes=2", "arch.total_timesteps=16", "env.max_episode_steps=10",
-                                 *small])
+                                 *SMALL_RECURRENT_NETWORKS])
     assert np.isfinite(experiment.run(config, recurrent_ppo.learner_setup, algorithm="rec_ppo"))
 
 
@@ -182,16 +184,9 @@ def test_a_resumed_run_carries_its_hidden_states_on(compose, tmp_path):
 
     MemoryChain's episodes (6 steps) end inside a rollout of 8, so the saved hidden states are mid-episode: a resume
     that restarted them from zeros would act differently from the first step on."""
-    small = [f"network.{net}.{part}={size}" for net in ("actor_network", "critic_network")
-             for part, size in (("pre_torso.layer_sizes", "[8]"), ("recurrent_core.hidden_size", 8))]
     run = ["env=gymnax/memory_chain", "arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatches=2",
-           "arch.num_evaluation=4", "arch.num_eval_episodes=2", "arch.total_timesteps=128", *small]
-    saving = ["logger.checkpointing.save_model=True", f"logger.checkpointing.directory={tmp_path / 'checkpoints'}",
-              "logger.checkpointing.keep_last=4"]
-    uninterrupted = experiment.train(compose("rec_ppo", run + saving), recurrent_ppo.learner_setup, "rec_ppo")
-    resumed = experiment.train(
-        compose("rec_ppo", run + [f"logger.checkpointing.resume_from={tmp_path / 'checkpoints' / '64'}"]),
-        recurrent_ppo.learner_setup, "rec_ppo")
+           "arch.num_evaluation=4", "arch.num_eval_episodes=2", "arch.total_timesteps=128", *SMALL_RECURRENT_NETWORKS]
+    uninterrupted, resumed = train_then_resume(compose, "rec_ppo", run, tmp_path / "checkpoints", 64)
 
     saved = ocp.PyTreeCheckpointer().restore(str(tmp_path / "checkpoints" / "64" / "learner_state"))
     saved_hidden = [leaf for path, leaf in jax.tree_util.tree_flatten_with_path(saved)[0]
