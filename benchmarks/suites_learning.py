@@ -43,6 +43,9 @@ from stoix_like.systems import system_module
 RANDOM_EPISODES = 1000
 CRAFTAX = "craftax/classic_symbolic"
 MEMORY_TASKS = {"memory-chain": "gymnax/memory_chain", "repeat-previous": "popjax/repeat_previous"}
+# A memory task's mean return as a success rate: MemoryChain's episodes end +1 or -1, RepeatPrevious's return is the
+# share of right answers. Both maps are affine and increasing, so they carry an IQM and its interval's ends exactly.
+SUCCESS_RATE_OF_RETURN = {"gymnax/memory_chain": lambda r: (r + 1) / 2, "popjax/repeat_previous": lambda r: r}
 
 
 def compose_into(run_dir: str):
@@ -84,6 +87,11 @@ def memory_populations(env: str, first_seed: int, num_seeds: int) -> bool:
         comparison = compare_memory(compose_into(run_dir), env, first_seed, num_seeds)
     for line in comparison.describe().splitlines():
         print("ROW " + line, flush=True)
+    success_rate = SUCCESS_RATE_OF_RETURN[env]
+    for name, summary in (("rec_ppo", comparison.recurrent.summary), ("ppo (feed-forward)", comparison.feed_forward)):
+        low, high = summary.interval
+        print(f"ROW {name} on {env}: success rate IQM {success_rate(summary.iqm):.1%} [95% CI {success_rate(low):.1%},"
+              f" {success_rate(high):.1%}]", flush=True)
     return not comparison.problems
 
 
