@@ -1,9 +1,11 @@
-"""PPO's populations on the added suites (issue 14), the figures of README's suite table.
+"""PPO's populations on the added suites (issue 14) and the memory tasks (issue 12), the figures of README's suite
+table.
 
     python benchmarks/suites_learning.py random-breakout            # a uniformly random policy on MinAtar Breakout
     python benchmarks/suites_learning.py navix breakout             # the two learning targets, seeds 0..7
     python benchmarks/suites_learning.py craftax                    # Craftax-Classic-Symbolic at 1M steps: a figure
     python benchmarks/suites_learning.py navix --first-seed 1000    # seeds nobody tuned on
+    python benchmarks/suites_learning.py memory-chain repeat-previous   # recurrent vs feed-forward PPO
 
 `navix` and `breakout` are PPO's learning targets on `navix/empty_8x8` (success rate ≥ 0.9; navix's return is
 1 at the goal, 0 otherwise) and `gymnax/breakout` (≥ 5× a random policy's return, RANDOM_BREAKOUT_RETURN in
@@ -11,6 +13,10 @@ stoix_like/learning_targets.py, which `random-breakout` measures): the same clai
 `benchmarks/learning_table.py --algorithms ppo@<env>`, 8 seeds in one program, IQM with a 95% bootstrap interval.
 `craftax` reports Craftax-Classic-Symbolic's return and achievement rate (the share of its 22 achievements an
 episode unlocks) after 1M steps, with no threshold. Each needs its suite's extra (`pip install -e ".[suites]"`).
+`memory-chain` (bsuite's MemoryChain, `gymnax/memory_chain`) and `repeat-previous` (`popjax/repeat_previous`) train
+recurrent PPO and feed-forward PPO on the same seeds and budget (`learning_population.compare_memory`) and print
+both populations: recurrent PPO must meet its target, feed-forward stay clearly below it. MemoryChain's success
+rate is (return + 1) / 2, RepeatPrevious's is its return (the share of right answers).
 Wall times depend on the machine and its load.
 """
 
@@ -30,12 +36,16 @@ import numpy as np
 from stoix_like import experiment, population
 from stoix_like.envs import make
 from stoix_like.evaluator import make_evaluator
-from stoix_like.learning_population import train_population
+from stoix_like.learning_population import compare_memory, train_population
 from stoix_like.learning_targets import RANDOM_BREAKOUT_RETURN
 from stoix_like.systems import system_module
 
 RANDOM_EPISODES = 1000
 CRAFTAX = "craftax/classic_symbolic"
+MEMORY_TASKS = {"memory-chain": "gymnax/memory_chain", "repeat-previous": "popjax/repeat_previous"}
+# A memory task's mean return as a success rate: MemoryChain's episodes end +1 or -1, RepeatPrevious's return is the
+# share of right answers. Both maps are affine and increasing, so they carry an IQM and its interval's ends exactly.
+SUCCESS_RATE_OF_RETURN = {"gymnax/memory_chain": lambda r: (r + 1) / 2, "popjax/repeat_previous": lambda r: r}
 
 
 def compose_into(run_dir: str):
@@ -72,6 +82,19 @@ def target_population(env: str, first_seed: int, num_seeds: int, overrides: List
     return not run.problems
 
 
+def memory_populations(env: str, first_seed: int, num_seeds: int) -> bool:
+    with tempfile.TemporaryDirectory() as run_dir:
+        comparison = compare_memory(compose_into(run_dir), env, first_seed, num_seeds)
+    for line in comparison.describe().splitlines():
+        print("ROW " + line, flush=True)
+    success_rate = SUCCESS_RATE_OF_RETURN[env]
+    for name, summary in (("rec_ppo", comparison.recurrent.summary), ("ppo (feed-forward)", comparison.feed_forward)):
+        low, high = summary.interval
+        print(f"ROW {name} on {env}: success rate IQM {success_rate(summary.iqm):.1%} [95% CI {success_rate(low):.1%},"
+              f" {success_rate(high):.1%}]", flush=True)
+    return not comparison.problems
+
+
 def craftax_population(first_seed: int, num_seeds: int, overrides: List[str]) -> None:
     with tempfile.TemporaryDirectory() as run_dir:
         config = compose_into(run_dir)("ppo", [f"env={CRAFTAX}", f"arch.seed={first_seed}",
@@ -97,7 +120,7 @@ def craftax_population(first_seed: int, num_seeds: int, overrides: List[str]) ->
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", nargs="+", choices=("random-breakout", "navix", "breakout", "craftax"))
+    parser.add_argument("what", nargs="+", choices=("random-breakout", "navix", "breakout", "craftax", *MEMORY_TASKS))
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--num-seeds", type=int, default=8)
     parser.add_argument("-o", "--override", action="append", default=[])
@@ -108,6 +131,8 @@ def main() -> int:
             random_breakout(args.first_seed)
         elif what == "craftax":
             craftax_population(args.first_seed, args.num_seeds, args.override)
+        elif what in MEMORY_TASKS:  # shipped defaults only: the comparison is of the configs both would run
+            met &= memory_populations(MEMORY_TASKS[what], args.first_seed, args.num_seeds)
         else:
             env = {"navix": "navix/empty_8x8", "breakout": "gymnax/breakout"}[what]
             met &= target_population(env, args.first_seed, args.num_seeds, args.override)

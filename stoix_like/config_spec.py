@@ -123,7 +123,7 @@ DISTRIBUTIONS = ("categorical", "quantile")  # systems/q_learning/distributional
 SEARCH_POLICIES = ("gumbel_muzero", "muzero")  # systems/search/mcts.py SEARCH_POLICIES
 ACTIVATIONS = ("elu", "gelu", "relu", "silu", "tanh")  # networks/torsos.py
 ENV_SUITES = ("gymnax", "brax", "jumanji", "navix", "xminigrid", "craftax", "pgx",
-              "playground")  # envs/factory.py AVAILABLE_SUITES
+              "playground", "popjax")  # envs/factory.py AVAILABLE_SUITES
 OBSERVATION_LAYOUTS = ("flat", "image")  # envs/environment.py OBSERVATION_LAYOUTS
 PLAYGROUND_IMPLS = ("jax", "warp")  # MuJoCo Playground's `impl`: its MJX backend
 BRAX_BACKENDS = ("spring", "generalized", "positional", "mjx")

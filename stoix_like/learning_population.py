@@ -11,7 +11,7 @@ from typing import Callable, List, NamedTuple, Optional, Sequence
 from omegaconf import DictConfig
 
 from stoix_like import experiment
-from stoix_like.learning_targets import LearningTarget, shortfalls, target_of
+from stoix_like.learning_targets import MEMORYLESS_RETURN, LearningTarget, shortfalls, target_of
 from stoix_like.population import PopulationSummary, summarize
 from stoix_like.systems import system_module
 
@@ -46,3 +46,46 @@ def train_population(algorithm: str, compose: Callable[[str, Sequence[str]], Dic
     seeds = experiment.seeds_of(config)
     summary = summarize(result.absolute_returns, seeds, target.solved_return)
     return PopulationRun(algorithm, target, summary, result.steps_done, wall_seconds, shortfalls(target, summary))
+
+
+class MemoryComparison(NamedTuple):
+    """Recurrent PPO and feed-forward PPO on a memory task, each a population of the same seeds and budget."""
+
+    recurrent: PopulationRun
+    feed_forward: PopulationSummary
+    feed_forward_steps: int
+    feed_forward_seconds: float
+    memoryless_return: float
+    problems: List[str]  # the recurrent population's shortfalls, and where feed-forward is not clearly below
+
+    def describe(self) -> str:
+        verdict = "memory matters" if not self.problems else "NOT SHOWN: " + "; ".join(self.problems)
+        env = self.recurrent.target.env
+        return (f"rec_ppo on {env}, {self.recurrent.steps_per_seed:,} steps per seed, "
+                f"{self.recurrent.wall_seconds:.0f}s: {self.recurrent.summary.describe(3)}\n"
+                f"ppo (feed-forward) on {env}, {self.feed_forward_steps:,} steps per seed, "
+                f"{self.feed_forward_seconds:.0f}s: {self.feed_forward.describe(3)}\n"
+                f"memoryless best {self.memoryless_return:g} -> {verdict}")
+
+
+def compare_memory(compose: Callable[[str, Sequence[str]], DictConfig], env: str, first_seed: int,
+                   num_seeds: int = 8) -> MemoryComparison:
+    """Recurrent PPO's shipped defaults on the memory task `env` against feed-forward PPO's (their tuned configs
+    for `env` give both the same budget). Memory is shown to matter when the recurrent population meets its target
+    and the feed-forward one stays clearly below: its IQM under the target's floor and under the midpoint between
+    the best a memoryless policy can do (learning_targets.MEMORYLESS_RETURN) and the recurrent IQM."""
+    recurrent = train_population("rec_ppo", compose, first_seed, num_seeds, env=env)
+    config = compose("ppo", [f"env={env}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}"])
+    start = time.perf_counter()
+    result = experiment.train(config, system_module("ppo").learner_setup, "ppo")
+    seconds = time.perf_counter() - start
+    feed_forward = summarize(result.absolute_returns, experiment.seeds_of(config), recurrent.target.solved_return)
+    memoryless = MEMORYLESS_RETURN[env]
+    problems = list(recurrent.problems)
+    if result.steps_done < recurrent.steps_per_seed:
+        problems.append(f"feed-forward trained {result.steps_done:,} steps, fewer than recurrent's "
+                        f"{recurrent.steps_per_seed:,}")
+    ceiling = min(recurrent.target.seed_floor, (memoryless + recurrent.summary.iqm) / 2)
+    if feed_forward.iqm >= ceiling:
+        problems.append(f"feed-forward IQM {feed_forward.iqm:.3f} is not clearly below: at least {ceiling:.3f}")
+    return MemoryComparison(recurrent, feed_forward, result.steps_done, seconds, memoryless, problems)

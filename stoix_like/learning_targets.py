@@ -68,7 +68,14 @@ TARGETS: Dict[str, Tuple[LearningTarget, ...]] = {
     # must remember; the issue's bar is an IQM of 400, with REINFORCE's floor. Feed-forward PPO at the same budget
     # stays far below it (tests/test_recurrent.py trains both).
     "rec_ppo": (LearningTarget("gymnax/cartpole_masked", iqm_at_least=400.0, seed_floor=400.0,
-                               max_seeds_below_floor=1, solved_return=475.0),),
+                               max_seeds_below_floor=1, solved_return=475.0),
+                # MemoryChain's return is +1 or -1 per episode, so a mean return R is a success rate (R + 1) / 2:
+                # issue 12's 90% success is R = 0.8, for the IQM and as every seed's floor
+                LearningTarget("gymnax/memory_chain", iqm_at_least=0.8, seed_floor=0.8, max_seeds_below_floor=1,
+                               solved_return=0.8),
+                # RepeatPrevious's return is the share of right answers: 90% of them, as MemoryChain's bar
+                LearningTarget("popjax/repeat_previous", iqm_at_least=0.9, seed_floor=0.9,
+                               max_seeds_below_floor=1, solved_return=0.9)),
     "ppo_penalty": (CARTPOLE_VALUE_BASED, PENDULUM_POLICY_OPTIMIZATION),
     "dpo": (CARTPOLE_VALUE_BASED, PENDULUM_POLICY_OPTIMIZATION),
     "pqn": (CARTPOLE_VALUE_BASED,),
@@ -93,6 +100,13 @@ TARGETS: Dict[str, Tuple[LearningTarget, ...]] = {
     # issue 11: AlphaZero on CartPole-v1, the value-based systems' bars (IQM ≥ 475, at most one seed below 400)
     "az": (CARTPOLE_VALUE_BASED,),
 }
+
+
+# The best expected return a policy without memory can reach on the memory tasks, worked out from their rules:
+# what a feed-forward population is compared with (learning_population.compare_memory). MemoryChain: the last
+# observation says nothing of the context, so a guess is right half the time (+1 and -1 equally likely: 0).
+# RepeatPrevious with 4 symbols: an answer is right 1 time in 4 (envs/popjax.py, `memoryless_return`).
+MEMORYLESS_RETURN: Dict[str, float] = {"gymnax/memory_chain": 0.0, "popjax/repeat_previous": 0.25}
 
 
 def target_of(algorithm: str, env: Optional[str] = None) -> LearningTarget:

@@ -42,12 +42,14 @@ class PopulationSummary(NamedTuple):
     solved_return: Optional[float]  # the task's threshold a seed must reach to count as solved, if it has one
     num_solved: Optional[int]
 
-    def describe(self) -> str:
+    def describe(self, digits: int = 1) -> str:
+        """In words; `digits` after the point (returns in [0, 1], success rates, need more than one)."""
         low, high = self.interval
         solved = ("" if self.num_solved is None else
                   f", {self.num_solved}/{len(self.seeds)} solved (≥ {self.solved_return:g})")
-        return (f"IQM {self.iqm:.1f} [95% CI {low:.1f}, {high:.1f}] over {len(self.seeds)} seeds "
-                f"{self.seeds[0]}..{self.seeds[-1]}{solved}; per seed: " + ", ".join(f"{r:.1f}" for r in self.returns))
+        return (f"IQM {self.iqm:.{digits}f} [95% CI {low:.{digits}f}, {high:.{digits}f}] over {len(self.seeds)} seeds "
+                f"{self.seeds[0]}..{self.seeds[-1]}{solved}; per seed: "
+                + ", ".join(f"{r:.{digits}f}" for r in self.returns))
 
 
 def summarize(returns: Sequence[float], seeds: Sequence[int], solved_return: Optional[float]) -> PopulationSummary:

@@ -119,6 +119,22 @@ def assert_population_learns(compose, algorithm: str, first_seed: int = 0, num_s
     assert not run.problems, run.describe()
 
 
+def train_then_resume(compose, algorithm: str, run: Sequence[str], checkpoints: os.PathLike, resume_step: int):
+    """The resume-test pattern: `run` trained uninterrupted, saving a checkpoint at each evaluation into
+    `checkpoints`, then trained again resumed from the one at `resume_step`. Returns both RunResults: a resume is
+    exact when the two end in the same learner state."""
+    from stoix_like import experiment
+    from stoix_like.systems import system_module
+
+    learner_setup = system_module(algorithm).learner_setup
+    saving = ["logger.checkpointing.save_model=True", f"logger.checkpointing.directory={checkpoints}",
+              "logger.checkpointing.keep_last=100"]
+    uninterrupted = experiment.train(compose(algorithm, [*run, *saving]), learner_setup, algorithm)
+    resume = f"logger.checkpointing.resume_from={pathlib.Path(checkpoints) / str(resume_step)}"
+    resumed = experiment.train(compose(algorithm, [*run, resume]), learner_setup, algorithm)
+    return uninterrupted, resumed
+
+
 # The longest tests, in CI's seconds on 2 cores (its `--durations` of the last full runs); everything named
 # `*_learns_*` (a population) counts as LONG_BY_DEFAULT unless listed.
 EXPECTED_SECONDS = {
@@ -134,6 +150,7 @@ EXPECTED_SECONDS = {
     "test_two_processes_under_load_never_deadlock_and_repeat_exactly": 130,
     "test_qr_dqn_learns_cartpole": 130,
     "test_memory_matters_on_the_masked_cartpole": 250,  # two populations
+    "test_memory_matters_on_memory_chain": 90,  # two populations of 4 seeds
     "test_alphazero_learns_cartpole": 120,
 }
 LONG_BY_DEFAULT = 60

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import PENDULUM_CI_SEEDS, assert_population_learns
+from conftest import PENDULUM_CI_SEEDS, assert_population_learns, train_then_resume
 
 from stoix_like import envs as envs_lib
 from stoix_like import experiment, parallel
@@ -87,12 +87,7 @@ def test_a_resumed_ppo_penalty_run_carries_its_beta_on(compose, tmp_path):
     """A run resumed from its second checkpoint ends in the very state the uninterrupted run ends in, β included."""
     run = ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatches=2", "arch.num_evaluation=4",
            "arch.num_eval_episodes=2", "arch.total_timesteps=128"] + SMALL_NETWORK
-    saving = ["logger.checkpointing.save_model=True", f"logger.checkpointing.directory={tmp_path / 'checkpoints'}",
-              "logger.checkpointing.keep_last=4"]
-    uninterrupted = experiment.train(compose("ppo_penalty", run + saving), ppo_penalty.learner_setup, "ppo_penalty")
-    resumed = experiment.train(
-        compose("ppo_penalty", run + [f"logger.checkpointing.resume_from={tmp_path / 'checkpoints' / '64'}"]),
-        ppo_penalty.learner_setup, "ppo_penalty")
+    uninterrupted, resumed = train_then_resume(compose, "ppo_penalty", run, tmp_path / "checkpoints", 64)
 
     final_kl_coef = float(np.asarray(uninterrupted.learner_state.kl_coef).ravel()[0])
     assert final_kl_coef != 1.0  # beta moved away from config.system.init_kl_coef, so resuming had one to carry

@@ -22,6 +22,7 @@ _ADAPTERS = {
     "craftax": ("stoix_like.envs.craftax_adapter", "CraftaxAdapter"),
     "pgx": ("stoix_like.envs.pgx_adapter", "PgxAdapter"),
     "playground": ("stoix_like.envs.playground_adapter", "PlaygroundAdapter"),
+    "popjax": ("stoix_like.envs.popjax", "make_task"),  # our own POPGym-style tasks, pure JAX, no dependency
 }
 AVAILABLE_SUITES = tuple(_ADAPTERS)
 
