@@ -19,15 +19,20 @@ AutoReset's `extras["next_obs"]`.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, cast
 
 import numpy as np
 
 from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace, import_suite
+from stoix_like.envs.factory import CPU_SUITES
 from stoix_like.errors import ConfigError
-from stoix_like.types import Observation, StepType, TimeStep
+from stoix_like.types import Array, Observation, StepType, TimeStep
 
-CPU_SUITES = ("gymnasium", "envpool")
+
+def _host(x: np.ndarray) -> Array:
+    """TimeStep's fields are typed as jax arrays; here they stay numpy on the host until the learner's pmap takes
+    a whole rollout at once."""
+    return cast(Array, x)
 
 
 class CpuVectorEnv:
@@ -63,8 +68,9 @@ class CpuVectorEnv:
         step_count = np.zeros(self.num_envs, np.int32)
         observation = self._observation(observations, step_count)
         no = np.zeros(self.num_envs, bool)
-        return TimeStep(step_type=np.full(self.num_envs, StepType.FIRST, np.int8),
-                        reward=np.zeros(self.num_envs, np.float32), discount=np.ones(self.num_envs, np.float32),
+        return TimeStep(step_type=_host(np.full(self.num_envs, StepType.FIRST, np.int8)),
+                        reward=_host(np.zeros(self.num_envs, np.float32)),
+                        discount=_host(np.ones(self.num_envs, np.float32)),
                         observation=observation,
                         extras={"next_obs": observation, "episode_metrics": self._metrics(no, no)})
 
@@ -81,18 +87,19 @@ class CpuVectorEnv:
         self._episode_return = np.where(ended, 0.0, self._episode_return).astype(np.float32)
         self._episode_length = np.where(ended, 0, self._episode_length).astype(np.int32)
         return TimeStep(
-            step_type=np.where(ended, StepType.LAST, StepType.MID).astype(np.int8),
-            reward=rewards,
+            step_type=_host(np.where(ended, StepType.LAST, StepType.MID).astype(np.int8)),
+            reward=_host(rewards),
             # a truncated episode keeps discount 1: its last observation is bootstrapped from, not treated as terminal
-            discount=np.where(terminated, 0.0, 1.0).astype(np.float32),
+            discount=_host(np.where(terminated, 0.0, 1.0).astype(np.float32)),
             observation=self._observation(observations, self._episode_length.copy()),
             extras={"next_obs": next_obs, "episode_metrics": metrics},
         )
 
     def _observation(self, observations: np.ndarray, step_count: np.ndarray) -> Observation:
         num_actions = self.action_space.num_actions if isinstance(self.action_space, DiscreteActionSpace) else 1
-        return Observation(agent_view=np.asarray(observations, np.float32).reshape((self.num_envs, -1)),
-                           action_mask=np.ones((self.num_envs, num_actions), bool), step_count=step_count)
+        return Observation(agent_view=_host(np.asarray(observations, np.float32).reshape((self.num_envs, -1))),
+                           action_mask=_host(np.ones((self.num_envs, num_actions), bool)),
+                           step_count=_host(step_count))
 
     def _metrics(self, ended: np.ndarray, terminated: np.ndarray) -> Dict[str, np.ndarray]:
         return {"episode_return": self._episode_return.copy(), "episode_length": self._episode_length.copy(),
