@@ -165,3 +165,56 @@ def test_a_device_that_does_not_exist_exits_2_with_one_line(tmp_path):
     assert completed.returncode == 2, completed.stderr[-2000:]
     lines = [line for line in completed.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "arch.learner_device_ids=[7]: device 7 does not exist" in lines[0], lines
+
+
+INTERRUPTED = r'''
+import json, sys, threading, time
+sys.path.insert(0, sys.argv[2])
+from conftest import compose_config
+from stoix_like.sebulba import loop
+from stoix_like.systems.on_policy import ppo
+
+config = compose_config("ppo", json.loads(sys.argv[3]), base_exp_path=sys.argv[1] + "/run")
+try:
+    loop.run(config, ppo.sebulba_setup, "ppo")
+    outcome = "finished"
+except KeyboardInterrupt:
+    outcome = "interrupted"
+print(json.dumps({"outcome": outcome, "threads": [t.name for t in threading.enumerate()],
+                  "interrupted_at": time.time()}), flush=True)
+'''
+
+
+def test_ctrl_c_stops_every_thread_within_seconds(tmp_path):
+    import os
+    import signal
+    import time
+
+    overrides = [o for o in SMALL if not o.startswith("arch.total_timesteps")] + ["arch.total_timesteps=2048000"]
+    script = tmp_path / "script.py"
+    script.write_text(INTERRUPTED)
+    env = {**os.environ, **TWO_CPU_DEVICES, "PYTHONPATH": str(REPO_ROOT)}
+    process = subprocess.Popen([sys.executable, str(script), str(tmp_path), str(REPO_ROOT / "tests"),
+                                json.dumps(overrides)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:  # the actors are running once the learner's first update is done
+            logs = list((tmp_path / "run").rglob("ppo.log"))
+            if logs and "compiled the learner" in logs[0].read_text():
+                break
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            time.sleep(0.5)
+        else:
+            pytest.fail("the run never started learning")
+        sent = time.time()
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr[-3000:]
+    result = _last_json(stdout)
+    assert result["outcome"] == "interrupted"
+    assert result["threads"] == ["MainThread"]
+    assert result["interrupted_at"] - sent < 10
