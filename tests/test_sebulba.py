@@ -83,6 +83,11 @@ def test_sebulba_ppo_runs_the_exact_budget_on_its_learner_device(tmp_path):
     for measured in ("policy_lag_mean", "policy_lag_max", "actor_steps_per_second", "learner_steps_per_second"):
         assert measured in log, measured
     assert "[absolute]" in log
+    # exactly arch.num_eval_episodes episodes per evaluation (3), and 10× that for the absolute metric
+    metrics = json.loads(next((tmp_path / "first").rglob("metrics.json")).read_text())
+    per_seed = metrics["gymnasium"]["CartPole-v1"]["ppo"]["seed_42"]
+    assert [len(per_seed[f"step_{k}"]["episode_return"]) for k in range(2)] == [3, 3]
+    assert len(per_seed["absolute_metrics"]["episode_return"]) == 30
 
 
 FAILING = r'''
