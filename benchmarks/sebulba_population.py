@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import re
 import tempfile
 from typing import List, Tuple
 
@@ -25,13 +24,19 @@ from stoix_like.entry import compose_config
 
 def absolute_returns_in(directory: pathlib.Path, algorithm: str) -> List[Tuple[int, float]]:
     """(seed, absolute return) of every finished run logged under `directory`: the seed from its run.json, the
-    absolute return from the last line its console log ends with."""
+    absolute return as the mean of its metrics.json's absolute-metric episodes (what the run logged)."""
     found = []
     for record in sorted(directory.rglob("run.json")):
-        log = record.parent / f"{algorithm}.log"
-        done = re.search(r"absolute return ([-\d.]+)", log.read_text()) if log.exists() else None
-        if done:
-            found.append((int(json.loads(record.read_text())["seeds"][0]), float(done.group(1))))
+        metrics_file = record.parent / "metrics.json"
+        if not metrics_file.exists():
+            continue
+        seed = int(json.loads(record.read_text())["seeds"][0])
+        metrics = json.loads(metrics_file.read_text())
+        for suite in metrics.values():
+            for task in suite.values():
+                absolute = task.get(algorithm, {}).get(f"seed_{seed}", {}).get("absolute_metrics")
+                if absolute:
+                    found.append((seed, float(sum(absolute["episode_return"]) / len(absolute["episode_return"]))))
     return found
 
 
