@@ -23,6 +23,8 @@ entry. This module imports no jax, so it checks a config in milliseconds.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
@@ -253,6 +255,46 @@ def _process_id_in_range(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
+def _arch_fits_the_env_suite(values: Mapping[str, Any]) -> Optional[str]:
+    """Anakin compiles the env into the learner, so it needs a JAX suite; Sebulba's actor threads step CPU envs."""
+    suite, sebulba = values.get("env.suite"), "arch.actor_device_ids" in values
+    if suite is None:
+        return None
+    cpu_suite = suite in ("gymnasium", "envpool")
+    if cpu_suite and not sebulba:
+        return f"env.suite={suite} steps CPU envs, which arch=anakin cannot compile into its learner: use arch=sebulba."
+    if sebulba and not cpu_suite:
+        return (f"arch=sebulba steps CPU envs (env.suite gymnasium or envpool); env.suite={suite} is a JAX suite: "
+                f"use arch=anakin, which compiles it into the learner.")
+    return None
+
+
+def _sebulba_layout_divides(values: Mapping[str, Any]) -> Optional[str]:
+    """Every update's batch (all actor threads' envs) splits evenly over the learner devices."""
+    if "arch.actor_device_ids" not in values:
+        return None
+    actors, learners = values["arch.actor_device_ids"], values["arch.learner_device_ids"]
+    for name, ids in (("arch.actor_device_ids", actors), ("arch.learner_device_ids", learners)):
+        if not ids:
+            return f"{name}=[] names no device: give at least one index of jax.devices(), e.g. {name}=[0]."
+        if len(set(ids)) != len(ids):
+            return f"{name}={list(ids)} names a device twice: each device once."
+    if values.get("arch.num_seeds", 1) != 1:
+        return (f"arch.num_seeds={values['arch.num_seeds']}: arch=sebulba trains one seed per run; run a population "
+                f"as separate runs (arch.seed=0, 1, ...).")
+    if values.get("arch.multihost"):
+        return "arch.multihost=True: arch=sebulba runs in one process for now; use arch=anakin across hosts."
+    threads, total = len(actors) * values["arch.num_actor_threads"], values["arch.total_num_envs"]
+    # each thread steps an equal batch, and each update's batch (every thread's envs) splits over the learners
+    granule = threads * len(learners) // math.gcd(threads, len(learners))
+    if total % granule:
+        lower = max(total - total % granule, granule)
+        return (f"arch.total_num_envs={total} must split evenly over {threads} actor threads "
+                f"(len(arch.actor_device_ids) × arch.num_actor_threads) and over {len(learners)} learner devices "
+                f"(arch.learner_device_ids={list(learners)}): try arch.total_num_envs={lower} or {lower + granule}.")
+    return None
+
+
 def _td_target_fits_the_system(values: Mapping[str, Any]) -> Optional[str]:
     td_target = values.get("system.td_target")
     if td_target is None:
@@ -338,7 +380,7 @@ def _recurrent_networks_fit_the_system(values: Mapping[str, Any]) -> Optional[st
 CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, Any]], Optional[str]], ...] = (
     _buffer_holds_a_batch, _epsilon_decays, _supports_are_intervals, _process_id_in_range,
     _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _torsos_read_the_observation_layout,
-    _recurrent_networks_fit_the_system)
+    _recurrent_networks_fit_the_system, _arch_fits_the_env_suite, _sebulba_layout_divides)
 
 
 def problems(config: Any) -> List[str]:

@@ -65,6 +65,8 @@ def register_schemas() -> None:
     for group, schema in schemas.GROUP_SCHEMAS.items():
         if group:  # evaluate's top-level keys are checked by validate() only
             store.store(group="schema", name=group, node=schema, provider="stoix_like")
+    for name, schema in schemas.ARCH_VARIANT_SCHEMAS.items():
+        store.store(group="schema", name=f"arch_{name}", node=schema, provider="stoix_like")
 
 
 register_schemas()

@@ -12,7 +12,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import jax
 import numpy as np
@@ -26,7 +26,7 @@ from stoix_like import parallel
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import EvalPolicy, make_evaluator
 from stoix_like.logging import Logger, summarize
-from stoix_like.system_contract import LearnerOutput, LearnerSetup, SystemSetup
+from stoix_like.system_contract import LearnerOutput, LearnerSetup, SebulbaLearnerSetup, SystemSetup
 
 # The multiple of evaluation episodes used for the final, absolute-metric evaluation of the best params.
 ABSOLUTE_METRIC_EPISODE_FACTOR = 10
@@ -105,8 +105,19 @@ def _describe(algorithm: str, config: DictConfig, budget: budget_lib.Budget, see
     )
 
 
-def run(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> float:
-    """Train, evaluate and log one run; returns the absolute-metric mean return of the best params (seed mean)."""
+def run(config: DictConfig, learner_setup: LearnerSetup, algorithm: str,
+        sebulba_setup: Optional[SebulbaLearnerSetup] = None) -> float:
+    """Train, evaluate and log one run; returns the absolute-metric mean return of the best params (seed mean).
+
+    `arch=sebulba` runs the same system with actor threads over CPU envs (stoix_like/sebulba/), through the
+    system's `sebulba_setup`; a system without one is refused there in one line.
+    """
+    from stoix_like.sebulba import is_sebulba
+
+    if is_sebulba(config):
+        from stoix_like.sebulba import loop  # imported here: it builds on this module's pieces
+
+        return loop.run(config, sebulba_setup, algorithm).absolute_return
     return train(config, learner_setup, algorithm).absolute_return
 
 

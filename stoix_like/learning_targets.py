@@ -108,6 +108,14 @@ TARGETS: Dict[str, Tuple[LearningTarget, ...]] = {
 # RepeatPrevious with 4 symbols: an answer is right 1 time in 4 (envs/popjax.py, `memoryless_return`).
 MEMORYLESS_RETURN: Dict[str, float] = {"gymnax/memory_chain": 0.0, "popjax/repeat_previous": 0.25}
 
+# arch=sebulba (actor threads over CPU envs): its own table, since its populations run as separate single-seed runs
+# (benchmarks/sebulba_population.py), not as one vmapped program. Issue 13's bars: PPO on gymnasium CartPole-v1 IQM
+# ≥ 475 over at least 4 seeds, with CartPole's floor of 400.
+SEBULBA_TARGETS: Dict[str, LearningTarget] = {
+    "ppo": LearningTarget("gymnasium/cartpole", iqm_at_least=475.0, seed_floor=400.0, max_seeds_below_floor=1,
+                          solved_return=475.0),
+}
+
 
 def target_of(algorithm: str, env: Optional[str] = None) -> LearningTarget:
     """`algorithm`'s target on `env` (an `env=` option), or on its reference task when `env` is None."""

@@ -458,3 +458,42 @@ def broadcast_from_main(tree: Any, stage: str = "broadcast") -> Any:
 def global_shape(local_shape: Tuple[int, ...]) -> Tuple[int, ...]:
     """The shape a learner-state leaf has once every process's devices are gathered on axis 0."""
     return (local_shape[0] * jax.process_count(),) + tuple(local_shape[1:])
+
+
+# ------------------------------------------------------------------------------------------------ Sebulba
+# arch=sebulba learns on a chosen subset of devices (arch.learner_device_ids) while actor threads act on others; its
+# learner is the same pmap ∘ vmap with the same axis names, so a system's double pmean works unchanged.
+
+
+def devices_by_index(indices: Sequence[int], key: str) -> list:
+    """`jax.devices()[i]` for each index, or a ConfigError naming the devices there are."""
+    devices = jax.devices()
+    bad = [index for index in indices if not 0 <= int(index) < len(devices)]
+    if bad:
+        raise ConfigError(f"{key}={list(indices)}: device {bad[0]} does not exist; jax sees {len(devices)} "
+                          f"device{'s' if len(devices) > 1 else ''} (indices 0..{len(devices) - 1}: "
+                          f"{', '.join(str(d) for d in devices)}).")
+    return [devices[int(index)] for index in indices]
+
+
+def distribute_learn_step(learn_step: Callable, devices: Sequence[Any]) -> Callable:
+    """`learn(state, batch)`: one update on every learner device, each vmapped over its (size-1) update batch, so
+    that `pmean_batch_then_device` averages gradients over the learner devices."""
+    return jax.pmap(jax.vmap(learn_step, axis_name=BATCH_AXIS), axis_name=DEVICE_AXIS, devices=list(devices))
+
+
+def replicate_over_slots(tree: Any, n_devices: int) -> Any:
+    """A single pytree in every (learner device, batch of 1) slot, on the host: pmap places it."""
+    return jax.tree_util.tree_map(lambda x: np.broadcast_to(np.asarray(x), (n_devices, 1) + np.shape(x)), tree)
+
+
+def split_env_axis_over_slots(trajectory: Any, n_devices: int) -> Any:
+    """Time-major `(T, envs, ...)` host leaves -> `(n_devices, 1, T, envs / n_devices, ...)`: each learner device
+    learns from its share of the envs, as each Anakin device does from its own."""
+
+    def split(x: np.ndarray) -> np.ndarray:
+        length, envs = x.shape[:2]
+        x = x.reshape((length, n_devices, 1, envs // n_devices) + x.shape[2:])
+        return np.moveaxis(np.moveaxis(x, 1, 0), 2, 1)  # (T, n, 1, E) -> (n, T, 1, E) -> (n, 1, T, E)
+
+    return jax.tree_util.tree_map(split, trajectory)

@@ -47,16 +47,15 @@ LEARNING_RATE = "learning rate: 0 learns nothing and a negative rate climbs the 
 # ---------------------------------------------------------------------------------- arch, env, logger, evaluate
 
 @dataclass
-class ArchSchema:
-    """config/arch/anakin.yaml"""
+class CommonArchSchema:
+    """The keys both architectures have (config/arch/anakin.yaml, config/arch/sebulba.yaml)."""
 
     seed: int = key(integer("[0, inf)", "the first seed; seed k of an N-seed run is arch.seed + k"))
     num_seeds: int = key(integer(POSITIVE_INT, "seeds trained side by side in one program"))
-    total_num_envs: int = key(integer(POSITIVE_INT, "envs over all devices and batch slots"))
+    total_num_envs: int = key(integer(POSITIVE_INT, "envs over all devices and batch slots (sebulba: actor threads)"))
     total_timesteps: int = key(integer(POSITIVE_INT, "env steps per seed, warm-up included"))
     num_evaluation: int = key(integer(POSITIVE_INT, "evaluations spread over the run"))
     num_eval_episodes: int = key(integer(POSITIVE_INT, "episodes per evaluation"))
-    update_batch_size: int = key(integer(POSITIVE_INT, "learner copies per device whose gradients are averaged"))
     evaluation_greedy: bool = key(flag("evaluate with the policy's mode instead of sampling"))
     multihost: bool = key(flag("start jax.distributed"))
     coordinator_address: Optional[str] = text("HOST:PORT of process 0")
@@ -72,6 +71,24 @@ class ArchSchema:
     collective_timeout_seconds: Optional[float] = key(real(
         "(0, inf)", "seconds a process waits for its peers in a cross-process stage; null: the default",
         nullable=True))
+
+
+@dataclass
+class ArchSchema(CommonArchSchema):
+    """config/arch/anakin.yaml: acting and learning compiled together over JAX envs."""
+
+    update_batch_size: int = key(integer(POSITIVE_INT, "learner copies per device whose gradients are averaged"))
+
+
+@dataclass
+class SebulbaArchSchema(CommonArchSchema):
+    """config/arch/sebulba.yaml: actor threads stepping CPU envs, learner devices learning from their rollouts."""
+
+    actor_device_ids: List[int] = key(int_list("[0, inf)", "the devices actor threads act on (indices of jax.devices())"))
+    learner_device_ids: List[int] = key(int_list("[0, inf)", "the devices the learner is pmapped over"))
+    num_actor_threads: int = key(integer(POSITIVE_INT, "actor threads per actor device, each with its own envs"))
+    queue_size: int = key(integer(POSITIVE_INT, "rollouts an actor thread may have waiting for the learner"))
+    shutdown_timeout_seconds: float = key(real("(0, inf)", "how long stopping waits for each thread to end"))
 
 
 @dataclass
@@ -170,6 +187,8 @@ class EvaluateSchema:
 # group -> its schema ("" for evaluate's top-level keys)
 GROUP_SCHEMAS: Dict[str, Type[Any]] = {"arch": ArchSchema, "env": EnvSchema, "logger": LoggerSchema,
                                        "": EvaluateSchema}
+# the arch group's other options, stored as schema/arch_<name> (config/arch/<name>.yaml's defaults name it)
+ARCH_VARIANT_SCHEMAS: Dict[str, Type[Any]] = {"sebulba": SebulbaArchSchema}
 
 
 # ----------------------------------------------------------------------------------------------------- blocks
@@ -485,6 +504,8 @@ def _walk(schema: Type[Any], prefix: str):
 def _all_fields():
     for group, schema in GROUP_SCHEMAS.items():
         yield from _walk(schema, f"{group}." if group else "")
+    for schema in ARCH_VARIANT_SCHEMAS.values():
+        yield from _walk(schema, "arch.")
     for schema in SYSTEM_SCHEMAS.values():
         yield from _walk(schema, "system.")
 

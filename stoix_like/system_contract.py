@@ -58,6 +58,29 @@ class LearnerSetup(Protocol):
     def __call__(self, env: Environment, key: jax.Array, config: DictConfig, budget: Budget, /) -> SystemSetup: ...
 
 
+class SebulbaSetup(NamedTuple):
+    """What arch=sebulba needs from a system for one seed: the same networks, optimisers and eval policy as
+    Anakin's `SystemSetup`, with acting and learning apart, since the envs are stepped by actor threads."""
+
+    # act(actor params, normalised observation, key) -> (action to store, env action, recorded extras), one batch
+    act: Callable[[Any, Any, jax.Array], Tuple[jax.Array, jax.Array, Any]]
+    # learn_step(one learner slot, time-major RolloutStep) -> (slot, train metrics): one update; parallel.py
+    # distributes it over the learner devices with the double pmean
+    learn_step: Callable[[Any, Any], Tuple[Any, Dict[str, jax.Array]]]
+    learner_state: Any  # leaves lead with (learner devices, 1)
+    actor_params: Callable[[Any], Any]  # one slot -> (params acted with, observation statistics)
+    eval_policy: EvalPolicy
+    eval_params: Callable[[Any], Any]
+
+
+class SebulbaLearnerSetup(Protocol):
+    """Builds a system's networks, optimisers and learner for CPU envs described by `envs` (their action space
+    and observation shape); runs no learning."""
+
+    def __call__(self, envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int,
+                 /) -> SebulbaSetup: ...
+
+
 @runtime_checkable
 class System(Protocol):
     """What a system module (stoix_like.systems.<module>) supplies."""

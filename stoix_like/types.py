@@ -98,6 +98,16 @@ class OnPolicyLearnerState(NamedTuple):
     obs_norm: Any  # stoix_like.normalization.RunningStatistics, or an empty tuple when switched off
 
 
+class SebulbaLearnerState(NamedTuple):
+    """An on-policy learner state fed by Sebulba's actor threads: the envs live on the host with the actors, so
+    the state holds only what learning moves. Leaves carry (learner devices, 1, ...)."""
+
+    params: Any
+    opt_states: Any
+    key: PRNGKey
+    obs_norm: Any
+
+
 class PPOPenaltyLearnerState(NamedTuple):
     """PPO-penalty's learner state: an on-policy state that also carries the KL penalty's weight β, which adapts
     after every update (and so must survive a checkpoint)."""

@@ -152,6 +152,10 @@ EXPECTED_SECONDS = {
     "test_memory_matters_on_the_masked_cartpole": 250,  # two populations
     "test_memory_matters_on_memory_chain": 90,  # two populations of 4 seeds
     "test_alphazero_learns_cartpole": 120,
+    # Sebulba's subprocess runs (measured on this machine under load, not yet by CI)
+    "test_sebulba_ppo_runs_the_exact_budget_on_its_learner_device": 70,
+    "test_ctrl_c_stops_every_thread_within_seconds": 40,
+    "test_a_failing_actor_ends_the_run_with_its_error_and_no_thread_left": 30,
 }
 LONG_BY_DEFAULT = 60
 

@@ -33,7 +33,9 @@ def shipped(tmp_path_factory):
     compose = lambda name, overrides=(): compose_config(name, overrides, base_exp_path=results)
     configs = [(name, compose(name)) for name in ALGORITHMS]
     configs.append(("evaluate", compose_config("evaluate", EVALUATE)))  # no logger group: no base_exp_path
-    configs += [(f"ppo env={env}", compose("ppo", [f"env={env}"])) for env in available_options("env")]
+    # CPU suites are stepped by Sebulba's actor threads: they compose with arch=sebulba
+    cpu_arch = lambda env: ["arch=sebulba"] if env.split("/")[0] in ("gymnasium", "envpool") else []  # noqa: E731
+    configs += [(f"ppo env={env}", compose("ppo", [f"env={env}", *cpu_arch(env)])) for env in available_options("env")]
     # a CNN reads grids: it is paired with an env that keeps its observations as images
     image_env = ["env=gymnax/breakout", "env.observation_layout=image"]
     # and a recurrent network goes with the system that carries its hidden state

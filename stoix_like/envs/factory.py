@@ -24,7 +24,9 @@ _ADAPTERS = {
     "playground": ("stoix_like.envs.playground_adapter", "PlaygroundAdapter"),
     "popjax": ("stoix_like.envs.popjax", "make_task"),  # our own POPGym-style tasks, pure JAX, no dependency
 }
-AVAILABLE_SUITES = tuple(_ADAPTERS)
+# Suites of CPU envs: stepped by Sebulba's actor threads (arch=sebulba, envs/cpu_vector_env.py), never by `make`.
+CPU_SUITES = ("gymnasium", "envpool")
+AVAILABLE_SUITES = tuple(_ADAPTERS) + CPU_SUITES
 
 
 def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
@@ -45,6 +47,8 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
     suite = env_config["suite"]
     if suite not in _ADAPTERS:
         raise ConfigError(f"Unknown env suite {suite!r}. Available suites: {', '.join(AVAILABLE_SUITES)}")
+    if suite in CPU_SUITES:
+        raise ConfigError(f"env.suite={suite!r} steps CPU envs from actor threads: run it with arch=sebulba.")
     module_name, class_name = _ADAPTERS[suite]
     adapter_class = getattr(importlib.import_module(module_name), class_name)
 

@@ -139,3 +139,69 @@ def lambda_returns(
         reverse=True,
     )
     return jax.lax.stop_gradient(returns)
+
+
+def vtrace(
+    rewards: Array,
+    values: Array,
+    next_values: Array,
+    dones: Array,
+    truncations: Array,
+    log_rhos: Array,
+    gamma: Numeric,
+    clip_rho_threshold: Numeric = 1.0,
+    clip_c_threshold: Numeric = 1.0,
+    clip_pg_rho_threshold: Numeric = 1.0,
+    lam: Numeric = 1.0,
+) -> tuple[Array, Array]:
+    """V-trace targets and policy-gradient advantages (Espeholt et al., 2018, IMPALA), for off-policy actor-critics
+    whose behaviour policy μ lags the learner's π, with the house's episode boundaries.
+
+    Shapes: all six arrays are time-major `(T, ...)` with identical shapes (typically `(T, B)`).
+
+    Args:
+      rewards: r_t.
+      values: V(s_t) under the learner's critic.
+      next_values: V(s'_t) of the true (pre-reset) successor of step t; the last row's is the rollout's bootstrap.
+      dones: the episode ended at step t (termination or truncation); the recursion never crosses it.
+      truncations: the time limit ended it (a subset of `dones`): its successor is still bootstrapped from.
+      log_rhos: log π(a_t|s_t) − log μ(a_t|s_t).
+      gamma: discount; clip_rho_threshold: ρ̄ (the fixed point's policy); clip_c_threshold: c̄ (how far traces
+      reach); clip_pg_rho_threshold: the advantage's ρ clip; lam: an extra λ on the traces (1: the paper's).
+
+    With ρ_t = min(ρ̄, π/μ), c_t = λ min(c̄, π/μ), γ_t = γ (1 − terminated_t):
+      δ_t = ρ_t (r_t + γ_t V(s'_t) − V(s_t))
+      v_t = V(s_t) + δ_t + γ c_t (1 − done_t) (v_{t+1} − V(s_{t+1}))     (v_T − V(s_T) = 0)
+      A_t = min(ρ̄_pg, π/μ) (r_t + γ_t v'_{t+1} − V(s_t)),  v'_{t+1} = v_{t+1} if the episode goes on, else V(s'_t)
+    Where the episode goes on, V(s_{t+1}) = V(s'_t) (the same state), so `next_values` serves both.
+
+    Returns:
+      (vs, pg_advantages), both `(T, ...)` and wrapped in `stop_gradient`.
+    """
+    chex.assert_rank([rewards, values, next_values, dones, truncations, log_rhos], rewards.ndim)
+    chex.assert_axis_dimension_gt(rewards, 0, 0)
+    chex.assert_equal_shape([rewards, values, next_values, dones, truncations, log_rhos])
+    chex.assert_type([rewards, values, next_values, log_rhos], float)
+
+    done = _as_float(dones, rewards)
+    not_terminated = 1.0 - done * (1.0 - _as_float(truncations, rewards))
+    rhos = jnp.exp(log_rhos)
+    clipped_rhos = jnp.minimum(clip_rho_threshold, rhos)
+    traces = lam * jnp.minimum(clip_c_threshold, rhos)
+    deltas = clipped_rhos * (rewards + gamma * not_terminated * next_values - values)
+    recursion_weights = gamma * traces * (1.0 - done)
+
+    def accumulate_backwards(correction_after, step):
+        delta, recursion_weight = step
+        correction = delta + recursion_weight * correction_after
+        return correction, correction
+
+    _, corrections = jax.lax.scan(accumulate_backwards, jnp.zeros_like(rewards[0]), (deltas, recursion_weights),
+                                  reverse=True)
+    vs = values + corrections
+    # v_{t+1} where the episode goes on inside the rollout; the true successor's value at its end and on the last row
+    vs_after = jnp.concatenate([vs[1:], next_values[-1:]], axis=0)
+    successor = done * next_values + (1.0 - done) * vs_after
+    pg_advantages = jnp.minimum(clip_pg_rho_threshold, rhos) * (
+        rewards + gamma * not_terminated * successor - values)
+    return jax.lax.stop_gradient(vs), jax.lax.stop_gradient(pg_advantages)

@@ -27,7 +27,7 @@ from stoix_like.networks.factory import build_actor, build_critic
 from stoix_like.ops.losses import clipped_value_loss, l2_loss
 from stoix_like.ops.returns import truncated_gae
 from stoix_like.optim import make_optimizer
-from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
+from stoix_like.system_contract import Learner, LearnerOutput, SebulbaSetup, SystemSetup
 from stoix_like.systems.on_policy import rollout
 from stoix_like.types import (
     ActorCriticApplyFns,
@@ -37,8 +37,10 @@ from stoix_like.types import (
     ActorCriticUpdateFns,
     Array,
     Metrics,
+    Observation,
     OnPolicyLearnerState,
     RolloutStep,
+    SebulbaLearnerState,
 )
 
 
@@ -160,12 +162,11 @@ def apply_gradients(update_fns: ActorCriticUpdateFns, params: ActorCriticParams,
     return params, ActorCriticOptStates(actor_opt, critic_opt), metrics
 
 
-def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
-                   config: DictConfig, budget: Budget, objective: ActorObjective, critic_loss: CriticLoss) -> Learner:
-    system = config.system
+def make_act(apply_fns: ActorCriticApplyFns) -> rollout.ActFn:
+    """`act(params, normalised observation, key)`: a sampled action, and what the update needs recorded of it
+    (the value, the log-probability and the acting distribution's parameters). Anakin's rollout and Sebulba's
+    actor threads act with this one function."""
     actor_apply, critic_apply = apply_fns
-    update_minibatch = make_update_minibatch(feed_forward_apply(apply_fns), update_fns, system, objective,
-                                             critic_loss)
 
     def act(params: ActorCriticParams, observation, key: jax.Array):
         dist = actor_apply(params.actor, observation)
@@ -174,12 +175,21 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
                     "behaviour": dist.parameters()}
         return action, dist.to_env_action(action), recorded
 
-    def collect_trajectory(state) -> Tuple[Any, ActorCriticTransition]:
-        state, steps = rollout.collect_rollout(env, act, state, system.rollout_length)
-        # The value of each step's true successor: one (T × envs) batched pass instead of T small ones.
-        next_observations = normalization.normalize(state.obs_norm, steps.next_observation)
-        next_values = critic_apply(state.params.critic, next_observations)
-        return state, transitions(steps, next_values)
+    return act
+
+
+# learn_from_steps(state, rollout) -> (state, transitions, train metrics): one update on a collected rollout
+LearnFromSteps = Callable[[Any, RolloutStep], Tuple[Any, ActorCriticTransition, Metrics]]
+
+
+def make_learn_from_steps(apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns, system: DictConfig,
+                          objective: ActorObjective, critic_loss: CriticLoss) -> LearnFromSteps:
+    """One update on a time-major rollout, wherever it was collected (Anakin's scan over a JAX env, or Sebulba's
+    actor threads over CPU envs): values of the true successors → truncation-correct GAE → epochs × minibatches
+    → the objective adapts. The state needs params, opt_states, key and obs_norm (rollout.LearningState)."""
+    actor_apply, critic_apply = apply_fns
+    update_minibatch = make_update_minibatch(feed_forward_apply(apply_fns), update_fns, system, objective,
+                                             critic_loss)
 
     def policy_shift(actor_params, obs_norm, traj: ActorCriticTransition) -> Array:
         """E_s[KL(π_old ‖ π)] over the rollout's states, averaged over every slot so that all adapt alike."""
@@ -188,8 +198,10 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
         dist = actor_apply(actor_params, normalization.normalize(obs_norm, observation))
         return parallel.pmean_batch_then_device(jnp.mean(dist.kl_from(behaviour)))
 
-    def update_step(state) -> Tuple[Any, LearnerOutput]:
-        state, traj = collect_trajectory(state)
+    def learn_from_steps(state, steps: RolloutStep) -> Tuple[Any, ActorCriticTransition, Metrics]:
+        # The value of each step's true successor: one (T × envs) batched pass instead of T small ones.
+        next_values = critic_apply(state.params.critic, normalization.normalize(state.obs_norm, steps.next_observation))
+        traj = transitions(steps, next_values)
         advantages, targets = truncated_gae(
             traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma, system.gae_lambda)
         acting_obs_norm = state.obs_norm  # learn_from_rollout moves the statistics only after learning
@@ -199,6 +211,19 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
         if objective.adapt is not None:
             state, adapt_metrics = objective.adapt(state, policy_shift(state.params.actor, acting_obs_norm, traj))
             train_metrics = {**train_metrics, **adapt_metrics}
+        return state, traj, train_metrics
+
+    return learn_from_steps
+
+
+def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
+                   config: DictConfig, budget: Budget, objective: ActorObjective, critic_loss: CriticLoss) -> Learner:
+    act = make_act(apply_fns)
+    learn_from_steps = make_learn_from_steps(apply_fns, update_fns, config.system, objective, critic_loss)
+
+    def update_step(state) -> Tuple[Any, LearnerOutput]:
+        state, steps = rollout.collect_rollout(env, act, state, config.system.rollout_length)
+        state, traj, train_metrics = learn_from_steps(state, steps)
         return state, LearnerOutput(episode_metrics=traj.episode_metrics, train_metrics=train_metrics)
 
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
@@ -253,22 +278,66 @@ def build_actor_critic(env: Environment, key: jax.Array, config: DictConfig, bud
     actor-critic and by AlphaZero, whose policy and value networks are these."""
     system = config.system
     rollout.check_minibatches(system, budget)
-    actor = build_actor(config.network, env.action_space)
-    critic = build_critic(config.network)
-
     key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
-    observation = example_observation(env)
+    networks = actor_critic_networks(env.action_space, example_observation(env), actor_key, critic_key, config,
+                                     budget)
+    learner_state = rollout.initial_learner_state(state_type, env, env_key, step_key, system, budget,
+                                                  params=networks.params, opt_states=networks.opt_states,
+                                                  **extra_state)
+    return ActorCriticSetup(networks.apply_fns, networks.update_fns, learner_state, networks.eval_policy)
+
+
+class ActorCriticNetworks(NamedTuple):
+    apply_fns: ActorCriticApplyFns
+    update_fns: ActorCriticUpdateFns
+    params: ActorCriticParams
+    opt_states: ActorCriticOptStates
+    eval_policy: EvalPolicy
+
+
+def actor_critic_networks(action_space: Any, observation: Any, actor_key: jax.Array, critic_key: jax.Array,
+                          config: DictConfig, budget: Budget) -> ActorCriticNetworks:
+    """The actor and critic for `action_space`, initialised on `observation` (a batch of 1), and their optimisers:
+    what Anakin's and Sebulba's learners of one system share."""
+    actor = build_actor(config.network, action_space)
+    critic = build_critic(config.network)
     # jitted: an eager flax init dispatches one tiny XLA program per layer operation
     params = ActorCriticParams(jitted_init(actor)(actor_key, observation), jitted_init(critic)(critic_key, observation))
-    opt_states, update_fns = actor_critic_optimizers(system, budget, params)
-    learner_state = rollout.initial_learner_state(state_type, env, env_key, step_key, system, budget,
-                                                  params=params, opt_states=opt_states, **extra_state)
-    return ActorCriticSetup(
-        apply_fns=ActorCriticApplyFns(actor.apply, critic.apply),
-        update_fns=update_fns,
-        learner_state=learner_state,
-        eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
-    )
+    opt_states, update_fns = actor_critic_optimizers(config.system, budget, params)
+    return ActorCriticNetworks(ActorCriticApplyFns(actor.apply, critic.apply), update_fns, params, opt_states,
+                               actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)))
+
+
+def actor_params(slot: Any) -> Any:
+    """What `make_act` acts with, and the statistics that normalise what it sees, of one learner slot."""
+    return slot.params, slot.obs_norm
+
+
+def sebulba_set_up(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int,
+                   objective: ActorObjective, critic_loss: CriticLoss) -> SebulbaSetup:
+    """A system's learner for arch=sebulba: the networks, optimisers, acting function and update Anakin's `set_up`
+    builds, with the rollout collected by actor threads over CPU `envs` (cpu_vector_env.CpuVectorEnv)."""
+    system = config.system
+    rollout.check_minibatches(system, budget)
+    key, actor_key, critic_key, _, step_key = jax.random.split(key, 5)  # the split Anakin's set_up makes
+    observation = Observation(agent_view=jnp.zeros((1,) + tuple(envs.observation_shape), jnp.float32),
+                              action_mask=jnp.ones((1, getattr(envs.action_space, "num_actions", 1)), bool),
+                              step_count=jnp.zeros((1,), jnp.int32))
+    networks = actor_critic_networks(envs.action_space, observation, actor_key, critic_key, config, budget)
+    obs_norm = normalization.init(tuple(envs.observation_shape)) if system.normalize_observations else ()
+    keys = jax.random.split(step_key, n_learner_devices).reshape(n_learner_devices, 1, -1)
+    slots = parallel.replicate_over_slots((networks.params, networks.opt_states, obs_norm), n_learner_devices)
+    learner_state = SebulbaLearnerState(params=slots[0], opt_states=slots[1], key=keys,
+                                        obs_norm=slots[2])
+    learn_from_steps = make_learn_from_steps(networks.apply_fns, networks.update_fns, system, objective,
+                                             critic_loss)
+
+    def learn_step(state: Any, steps: RolloutStep) -> Tuple[Any, Metrics]:
+        state, _, train_metrics = learn_from_steps(state, steps)
+        return state, train_metrics
+
+    return SebulbaSetup(act=make_act(networks.apply_fns), learn_step=learn_step, learner_state=learner_state,
+                        actor_params=actor_params, eval_policy=networks.eval_policy, eval_params=eval_params)
 
 
 def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, objective: ActorObjective,

@@ -6,6 +6,8 @@ The clipped surrogate objective and PPO's clipped value loss on the shared actor
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 from omegaconf import DictConfig
 
@@ -13,7 +15,7 @@ from stoix_like import experiment
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.ops.losses import ppo_clip_loss
-from stoix_like.system_contract import SystemSetup
+from stoix_like.system_contract import SebulbaSetup, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient
 from stoix_like.systems.on_policy.policy_gradient import ActorObjective, PolicyLossInputs
 
@@ -33,5 +35,13 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
                                   policy_gradient.clipped_critic(config.system.clip_eps))
 
 
+def sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int
+                  ) -> SebulbaSetup:
+    """The same PPO update, fed by Sebulba's actor threads (arch=sebulba)."""
+    return policy_gradient.sebulba_set_up(envs, key, config, budget, n_learner_devices,
+                                          clipped_objective(config.system),
+                                          policy_gradient.clipped_critic(config.system.clip_eps))
+
+
 def run_experiment(config: DictConfig) -> float:
-    return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))
+    return experiment.run(config, learner_setup, algorithm=str(config.system.system_name), sebulba_setup=sebulba_setup)
