@@ -56,6 +56,11 @@ SPECS: Dict[str, Spec] = {
     "network.*.recurrent_core.hidden_size": integer(POSITIVE_INT, "the recurrent torso's hidden state size"),
     "env.kwargs.backend": choice(BRAX_BACKENDS, "brax's physics pipeline"),
     "env.kwargs.impl": choice(PLAYGROUND_IMPLS, "MuJoCo Playground's MJX backend"),
+    "env.kwargs.env_params.memory_length": integer(POSITIVE_INT, "bsuite MemoryChain's steps between cue and query"),
+    # popjax RepeatPrevious (envs/popjax.py, which also refuses lag >= horizon)
+    "env.kwargs.num_symbols": integer("[2, inf)", "RepeatPrevious: the symbols shown, one-hot; also the actions"),
+    "env.kwargs.lag": integer(POSITIVE_INT, "RepeatPrevious: how many steps back the answer lies"),
+    "env.kwargs.horizon": integer("[2, inf)", "RepeatPrevious: the episode's length, where it terminates"),
 }
 
 SPECS.update(schemas.specs())
