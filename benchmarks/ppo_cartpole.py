@@ -88,6 +88,8 @@ def random_ceiling(seed: int) -> Dict[str, float]:
     """gymnax CartPole-v1 (its own auto-reset), vmapped over the same envs, random actions, the same steps."""
     import gymnax
 
+    from loop_timing import time_rollout  # same directory
+
     env, env_params = gymnax.make("CartPole-v1")
     num_steps = TOTAL_TIMESTEPS // NUM_ENVS
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
@@ -108,11 +110,7 @@ def random_ceiling(seed: int) -> Dict[str, float]:
         _, episodes_ended = jax.lax.scan(random_step, (env_state, key), None, length=num_steps)
         return episodes_ended.sum()
 
-    key = jax.random.PRNGKey(seed)
-    start = time.perf_counter()
-    compiled = jax.jit(rollout).lower(key).compile()
-    compile_seconds = time.perf_counter() - start
-    episodes, seconds = timed(compiled, key)
+    compile_seconds, seconds, episodes = time_rollout(rollout, seed)
     # CartPole pays 1 per step, so a random policy's mean return is its mean episode length
     return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds,
             "final_return": TOTAL_TIMESTEPS / max(int(episodes), 1)}
