@@ -123,7 +123,7 @@ def test_each_actor_explores_at_its_own_epsilon():
 # ------------------------------------------------------------------------------------------------ refusals
 
 @pytest.mark.parametrize("algorithm, overrides, refusal", [
-    ("r2d2", ["system.burn_in=16"], r"system\.burn_in=16 is not below system\.sequence_length=16"),
+    ("r2d2", ["system.burn_in=8"], r"system\.burn_in=8 is not below system\.sequence_length=8"),
     ("r2d2", ["system.sequence_length=12", "system.burn_in=2"],
      r"system\.sequence_length=12 does not divide system\.rollout_length=16: .*e\.g\. system\.sequence_length=8"),
     ("dqn", ["network=lstm_rec_ppo"], r"network\.\w+ is recurrent .* dqn has no hidden state to carry"),
