@@ -115,7 +115,8 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActin
     return rollout
 
 
-def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch, config: DictConfig,
+def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch,
+                   config: DictConfig,
                    budget: Budget, batches: replay.BatchView, prioritized: bool = False) -> Learner:
     """The learner, per device (vmapped over the update batch)."""
     system = config.system
@@ -152,7 +153,8 @@ def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentAct
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def get_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], config: DictConfig, budget: Budget) -> Callable:
+def get_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], config: DictConfig,
+                  budget: Budget) -> Callable:
     """`warmup(state) -> (state, ())`, per device: one rollout of `warmup_rollout_length` steps, no learning."""
     rollout = make_rollout(env, buffer, act, config, budget)
 
@@ -164,7 +166,8 @@ def get_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActi
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Any, opt_states: Any,
-                  act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch, batches: replay.BatchView, eval_policy: EvalPolicy,
+                  act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch, batches: replay.BatchView,
+                  eval_policy: EvalPolicy,
                   eval_params: Callable[[OffPolicyLearnerState], Any], prioritized: bool = False
                   ) -> SystemSetup:
     """Everything but the algorithm: buffer, env states, replication, warm-up. `batches` says what the learner's
