@@ -116,8 +116,7 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActin
 
 
 def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch,
-                   config: DictConfig,
-                   budget: Budget, batches: replay.BatchView, prioritized: bool = False) -> Learner:
+                   config: DictConfig, budget: Budget, batches: replay.BatchView, prioritized: bool = False) -> Learner:
     """The learner, per device (vmapped over the update batch)."""
     system = config.system
     rollout = make_rollout(env, buffer, act, config, budget)
@@ -167,8 +166,8 @@ def get_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActi
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Any, opt_states: Any,
                   act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch, batches: replay.BatchView,
-                  eval_policy: EvalPolicy,
-                  eval_params: Callable[[OffPolicyLearnerState], Any], prioritized: bool = False
+                  eval_policy: EvalPolicy, eval_params: Callable[[OffPolicyLearnerState], Any],
+                  prioritized: bool = False
                   ) -> SystemSetup:
     """Everything but the algorithm: buffer, env states, replication, warm-up. `batches` says what the learner's
     batches are (`replay.n_step_batches(system)` or `replay.sequence_batches(system)`); `act` is a feed-forward
