@@ -360,9 +360,10 @@ def _torsos_read_the_observation_layout(values: Mapping[str, Any]) -> Optional[s
     return None
 
 
-# The systems that carry a recurrent network's hidden state (networks/recurrent.py); every other system's
-# networks read one step alone.
-RECURRENT_SYSTEMS = ("rec_ppo",)
+# The systems that carry a recurrent network's hidden state (networks/recurrent.py), with the networks that fit
+# them; every other system's networks read one step alone.
+RECURRENT_SYSTEMS = {"rec_ppo": "network=lstm_rec_ppo or network=gru_rec_ppo",
+                     "r2d2": "network=lstm_r2d2 or network=gru_r2d2"}
 
 
 def _recurrent_networks_fit_the_system(values: Mapping[str, Any]) -> Optional[str]:
@@ -378,14 +379,35 @@ def _recurrent_networks_fit_the_system(values: Mapping[str, Any]) -> Optional[st
         missing = [name for name in networks if name not in recurrent]
         if missing:
             return (f"{system_name} needs recurrent networks, but network.{missing[0]} has no recurrent_core: "
-                    f"choose network=lstm_rec_ppo or network=gru_rec_ppo.")
+                    f"choose {RECURRENT_SYSTEMS[system_name]}.")
     return None
+
+
+def _burn_in_leaves_steps_to_learn(values: Mapping[str, Any]) -> Optional[str]:
+    burn_in, length = values.get("system.burn_in"), values.get("system.sequence_length")
+    if burn_in is not None and length is not None and burn_in >= length:
+        return (f"system.burn_in={burn_in} is not below system.sequence_length={length}: the loss is on the steps "
+                f"after the burn-in, and none would be left; lower system.burn_in or raise system.sequence_length.")
+    return None
+
+
+def _sequences_tile_the_rollout(values: Mapping[str, Any]) -> Optional[str]:
+    """R2D2 (the system with a burn-in) stores each rollout as whole disjoint sequences."""
+    length, rollout = values.get("system.sequence_length"), values.get("system.rollout_length")
+    if "system.burn_in" not in values or length is None or rollout is None or rollout % length == 0:
+        return None
+    divisors = [d for d in range(1, rollout + 1) if rollout % d == 0 and d > values["system.burn_in"]]
+    nearest = min(divisors, key=lambda d: abs(d - length)) if divisors else None
+    hint = f", e.g. system.sequence_length={nearest}" if nearest else ""
+    return (f"system.sequence_length={length} does not divide system.rollout_length={rollout}: each rollout is "
+            f"stored as whole disjoint sequences; choose a divisor of rollout_length{hint}, or change rollout_length.")
 
 
 CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, Any]], Optional[str]], ...] = (
     _buffer_holds_a_batch, _epsilon_decays, _supports_are_intervals, _process_id_in_range,
     _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _torsos_read_the_observation_layout,
-    _recurrent_networks_fit_the_system, _arch_fits_the_env_suite, _sebulba_layout_divides)
+    _recurrent_networks_fit_the_system, _arch_fits_the_env_suite, _sebulba_layout_divides,
+    _burn_in_leaves_steps_to_learn, _sequences_tile_the_rollout)
 
 
 def problems(config: Any) -> List[str]:

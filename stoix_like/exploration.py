@@ -30,6 +30,14 @@ def epsilon_schedule(start: float, end: float, decay_fraction: float, duration: 
     return lambda progress: linear_epsilon(progress, float(start), float(end), decay_steps)
 
 
+def per_actor_epsilons(epsilon: jax.Array, num_actors: int, exponent: float) -> jax.Array:
+    """`[num_actors]` exploration rates ε_i = ε^(1 + exponent · i / (num_actors − 1)) (Ape-X, R2D2: ε = 0.4,
+    exponent 7): one actor explores at ε, the others ever less, so the replay holds both exploring and nearly greedy
+    behaviour. Exponent 0 gives every actor ε."""
+    spread = jnp.arange(num_actors, dtype=jnp.float32) / max(num_actors - 1, 1)
+    return jnp.asarray(epsilon, jnp.float32) ** (1.0 + exponent * spread)
+
+
 def epsilon_greedy(key: jax.Array, q_values: jax.Array, action_mask: jax.Array, epsilon: jax.Array) -> jax.Array:
     """Greedy over legal actions with probability 1−ε, else uniform over legal actions. Shapes (..., A)."""
     explore_key, uniform_key = jax.random.split(key)

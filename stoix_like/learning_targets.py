@@ -76,6 +76,12 @@ TARGETS: Dict[str, Tuple[LearningTarget, ...]] = {
                 # RepeatPrevious's return is the share of right answers: 90% of them, as MemoryChain's bar
                 LearningTarget("popjax/repeat_previous", iqm_at_least=0.9, seed_floor=0.9,
                                max_seeds_below_floor=1, solved_return=0.9)),
+    # issue 12, R2D2: CartPole IQM ≥ 400 with REINFORCE's floor, and the masked-velocity CartPole IQM ≥ 300 (the
+    # issue's bars), with a floor at 200, about 10× a random policy's return, allowing one seed below it
+    "r2d2": (LearningTarget("gymnax/cartpole", iqm_at_least=400.0, seed_floor=400.0, max_seeds_below_floor=1,
+                            solved_return=475.0),
+             LearningTarget("gymnax/cartpole_masked", iqm_at_least=300.0, seed_floor=200.0,
+                            max_seeds_below_floor=1, solved_return=475.0)),
     "ppo_penalty": (CARTPOLE_VALUE_BASED, PENDULUM_POLICY_OPTIMIZATION),
     "dpo": (CARTPOLE_VALUE_BASED, PENDULUM_POLICY_OPTIMIZATION),
     "pqn": (CARTPOLE_VALUE_BASED,),

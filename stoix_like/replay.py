@@ -15,7 +15,7 @@ checkpointed like everything else.
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import flashbax as fbx
 import jax
@@ -37,6 +37,9 @@ class Transition(NamedTuple):
     discount: Array  # 0 only where the episode terminated
     last: Array  # the episode ended here (terminated or truncated): an n-step sum stops
     next_observation: Observation
+    # the acting network's recurrent state as it entered this step, already reset where the step opens an episode
+    # (a replayed sequence starts from its first step's); () for feed-forward systems
+    memory: Any = ()
 
 
 class BatchView(NamedTuple):
@@ -47,6 +50,9 @@ class BatchView(NamedTuple):
     sequence_length: int
     to_batch: Callable[[Transition], Transition]
     steps_per_item: int  # stored steps each batch item stands for, in the replay ratio (an n-step transition: 1)
+    # stored steps between the starts of two sampleable sequences: 1 overlapping (every step starts one), or
+    # sequence_length for disjoint sequences, each one priority item (R2D2)
+    period: int = 1
 
 
 def n_step_batches(system_config: DictConfig) -> BatchView:
@@ -56,10 +62,12 @@ def n_step_batches(system_config: DictConfig) -> BatchView:
                      functools.partial(n_step_transition, gamma=float(system_config.gamma)), steps_per_item=1)
 
 
-def sequence_batches(system_config: DictConfig) -> BatchView:
-    """Batches of whole sequences of `system.sequence_length` steps, time-major (L, B, ...)."""
+def sequence_batches(system_config: DictConfig, disjoint: bool = False) -> BatchView:
+    """Batches of whole sequences of `system.sequence_length` steps, time-major (L, B, ...); `disjoint`: only
+    sequences that start at multiples of the length are sampled, so none overlaps another."""
     length = int(system_config.sequence_length)
-    return BatchView("system.sequence_length", length, time_major, steps_per_item=length)
+    return BatchView("system.sequence_length", length, time_major, steps_per_item=length,
+                     period=length if disjoint else 1)
 
 
 def make_buffer(system_config: DictConfig, budget: Budget, batches: BatchView, prioritized: bool = False):
@@ -74,7 +82,8 @@ def make_buffer(system_config: DictConfig, budget: Budget, batches: BatchView, p
     total_batch_size = int(system_config.total_batch_size)
     batch_size = total_batch_size // slots
     length_key, length = batches.length_key, batches.sequence_length
-    per_env_length = per_slot_size // budget.num_envs
+    # disjoint sequences tile each env's storage exactly, so a wrapped-around write never splits one
+    per_env_length = per_slot_size // budget.num_envs // batches.period * batches.period
     warmup = budget.warmup_rollout_length
     if length < 1:
         raise ConfigError(f"{length_key}={length} must be at least 1.")
@@ -97,7 +106,7 @@ def make_buffer(system_config: DictConfig, budget: Budget, batches: BatchView, p
         add_batch_size=budget.num_envs,
         sample_batch_size=batch_size,
         sample_sequence_length=length,
-        period=1,
+        period=batches.period,
         min_length_time_axis=length,
         max_length_time_axis=per_env_length,
     )

@@ -412,6 +412,19 @@ class QRDQNSchema(C51Schema):
     huber_delta: float = key(HUBER_DELTA)
 
 
+@dataclass
+class R2D2Schema(TargetNetworkBlock, EpsilonGreedyBlock, QLearningRate, PrioritizedReplayBlock, NStepReturnsBlock,
+                 SequenceReplayBlock, ReplayBlock, SystemBlock):
+    """Recurrent Q-learning from disjoint replayed sequences (config/system/r2d2.yaml); its memory is the network's."""
+
+    burn_in: int = key(integer("[0, inf)", "steps at each replayed sequence's start that only warm the stored hidden "
+                                           "state up (no loss, no gradient); below sequence_length"))
+    priority_max_weight: float = key(real("[0, 1]", "eta: a sequence's priority is eta·max|td| + (1 − eta)·mean|td| "
+                                                     "over its steps after the burn-in"))
+    epsilon_actor_exponent: float = key(real("[0, inf)", "alpha: env i of N in a slot explores at "
+                                                         "epsilon^(1 + alpha·i/(N − 1)); 0: every env at epsilon"))
+
+
 NUM_CRITICS = integer(POSITIVE_INT, "Q-networks whose minimum is the target")
 
 
@@ -483,7 +496,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "ppo": PPOSchema, "rec_ppo": PPOSchema, "ppo_penalty": PPOPenaltySchema, "dpo": DPOSchema, "reinforce": ReinforceSchema,
     "pqn": PQNSchema,
     "dqn": DQNSchema, "ddqn": DQNSchema, "dqn_reg": DQNSchema, "mdqn": MDQNSchema,
-    "c51": C51Schema, "rainbow": C51Schema, "qr_dqn": QRDQNSchema,
+    "c51": C51Schema, "rainbow": C51Schema, "qr_dqn": QRDQNSchema, "r2d2": R2D2Schema,
     "sac": SACSchema, "td3": TD3Schema, "ddpg": TD3Schema, "d4pg": D4PGSchema,
     "awr": AWRSchema,
     "mpo": MPOSchema, "vmpo": VMPOSchema,

@@ -186,6 +186,9 @@ class OffPolicyLearnerState(NamedTuple):
     obs_norm: Any
     env_steps: Array  # env steps taken by this (device, batch) slot, all its envs together
     update_count: Array  # gradient steps taken: drives periodic target updates
+    # a recurrent actor's hidden state, one row per env, carried across updates and checkpointed; () when
+    # feed-forward
+    memory: Any = ()
 
 
 class OnlineAndTarget(NamedTuple):

@@ -46,9 +46,9 @@ def shipped(tmp_path_factory):
                                                              else [])]))
                 for network in available_options("network")]
     # a Q-function is a q_network in these systems (PPO's critic_network is a state value): give them one; recurrent
-    # PPO's networks are recurrent
+    # PPO's and R2D2's networks are recurrent
     q_networks = {"sac": "mlp_sac", "td3": "mlp_td3", "ddpg": "mlp_td3", "d4pg": "mlp_d4pg",
-                  "rec_ppo": "lstm_rec_ppo"}
+                  "rec_ppo": "lstm_rec_ppo", "r2d2": "lstm_r2d2"}
     configs += [(f"ppo system={system}",
                  compose("ppo", [f"system={system}", f"network={q_networks.get(system, 'mlp_ppo')}"]))
                 for system in available_options("system")]

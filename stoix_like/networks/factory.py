@@ -14,7 +14,7 @@ from stoix_like.networks.base import (
     FeedForwardQNetwork,
     FeedForwardStateActionCritic,
 )
-from stoix_like.networks.recurrent import RecurrentActor, RecurrentCritic
+from stoix_like.networks.recurrent import RecurrentActor, RecurrentCritic, RecurrentQNetwork
 
 
 def instantiate(node: DictConfig, **kwargs: Any) -> Any:
@@ -53,6 +53,16 @@ def build_recurrent_critic(network_config: DictConfig) -> RecurrentCritic:
         pre_torso=instantiate(critic_config.pre_torso),
         recurrent_core=instantiate(critic_config.recurrent_core),
         critic_head=instantiate(critic_config.critic_head),
+    )
+
+
+def build_recurrent_q_network(network_config: DictConfig, action_space: ActionSpace) -> RecurrentQNetwork:
+    """`build_q_network` with the network's `recurrent_core` between its torso and its head."""
+    q_config = network_config.q_network
+    return RecurrentQNetwork(
+        pre_torso=instantiate(q_config.pre_torso),
+        recurrent_core=instantiate(q_config.recurrent_core),
+        q_head=instantiate(q_config.q_head, _partial_=True)(action_space=action_space),
     )
 
 

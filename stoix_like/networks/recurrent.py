@@ -18,7 +18,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from stoix_like.types import Observation
+from stoix_like.types import Observation, TimeStep
 
 # The cells behind one interface, by the name `network.*.recurrent_core.cell` gives (config_spec.RECURRENT_CELLS).
 CELLS = {"lstm": nn.OptimizedLSTMCell, "gru": nn.GRUCell}
@@ -32,21 +32,31 @@ def initial_hidden(cell: str, hidden_size: int, batch_size: int) -> Hidden:
     return (zeros, zeros) if cell == "lstm" else zeros
 
 
+def opens_episode(timestep: TimeStep) -> jax.Array:
+    """Whether the observation of `timestep` is an episode's first, where a hidden state is reset: the first reset
+    (FIRST), or the auto-reset observation a LAST step carries."""
+    return timestep.first() | timestep.last()
+
+
 def reset_where(reset: jax.Array, hidden: Hidden) -> Hidden:
     """`hidden` with the rows where `reset` `(B,)` is set back to the initial (zero) state."""
     return jax.tree_util.tree_map(lambda h: jnp.where(reset[:, None], jnp.zeros_like(h), h), hidden)
 
 
 class _ResettingCell(nn.Module):
-    """One step of the cell, its hidden state reset first where the step opens an episode."""
+    """One step of the cell, its hidden state reset first where the step opens an episode. With `emit_hidden` the
+    step's output is `(output, hidden after the step)`: a learner that bootstraps from each step's true successor
+    reads it from there (R2D2). The flag changes no parameter."""
 
     cell: str
     hidden_size: int
+    emit_hidden: bool = False
 
     @nn.compact
-    def __call__(self, hidden: Hidden, step: Tuple[jax.Array, jax.Array]) -> Tuple[Hidden, jax.Array]:
+    def __call__(self, hidden: Hidden, step: Tuple[jax.Array, jax.Array]) -> Tuple[Hidden, Any]:
         features, reset = step
-        return CELLS[self.cell](features=self.hidden_size)(reset_where(reset, hidden), features)
+        hidden, output = CELLS[self.cell](features=self.hidden_size)(reset_where(reset, hidden), features)
+        return hidden, ((output, hidden) if self.emit_hidden else output)
 
 
 class RecurrentCore(nn.Module):
@@ -56,12 +66,14 @@ class RecurrentCore(nn.Module):
     hidden_size: int = 64
 
     @nn.compact
-    def __call__(self, hidden: Hidden, inputs: Tuple[jax.Array, jax.Array]) -> Tuple[Hidden, jax.Array]:
+    def __call__(self, hidden: Hidden, inputs: Tuple[jax.Array, jax.Array], emit_hidden: bool = False
+                 ) -> Tuple[Hidden, Any]:
+        """With `emit_hidden` the outputs are `((T, B, H), hidden after each step, leaves (T, B, hidden_size))`."""
         if self.cell not in CELLS:
             raise ValueError(f"unknown recurrent cell {self.cell!r}; choose one of {sorted(CELLS)}")
         scan = nn.scan(_ResettingCell, variable_broadcast="params", split_rngs={"params": False}, in_axes=0,
                        out_axes=0)
-        return scan(self.cell, self.hidden_size)(hidden, inputs)
+        return scan(self.cell, self.hidden_size, emit_hidden)(hidden, inputs)
 
     def initial_hidden(self, batch_size: int) -> Hidden:
         return initial_hidden(self.cell, self.hidden_size, batch_size)
@@ -96,3 +108,22 @@ class RecurrentCritic(nn.Module):
     def __call__(self, hidden: Hidden, observation: Observation, reset: jax.Array):
         hidden, outputs = self.recurrent_core(hidden, (self.pre_torso(observation.agent_view), reset))
         return hidden, self.critic_head(_steps_flattened(outputs))
+
+
+class RecurrentQNetwork(nn.Module):
+    """`(hidden, observation (T, B, ...), reset (T, B)) -> (hidden, Q-values (T, B, A))`; with `emit_hidden`, the
+    hidden state after every step too: `(hidden, (Q-values, hidden per step, leaves (T, B, hidden_size)))`.
+
+    Unlike the actor and critic, the values keep their time and batch axes: a sequence learner (R2D2) indexes them
+    by step."""
+
+    pre_torso: nn.Module
+    recurrent_core: RecurrentCore
+    q_head: nn.Module
+
+    @nn.compact
+    def __call__(self, hidden: Hidden, observation: Observation, reset: jax.Array, emit_hidden: bool = False):
+        hidden, outputs = self.recurrent_core(hidden, (self.pre_torso(observation.agent_view), reset), emit_hidden)
+        features, per_step_hidden = outputs if emit_hidden else (outputs, None)
+        q_values = self.q_head(_steps_flattened(features)).reshape(features.shape[:2] + (-1,))
+        return hidden, ((q_values, per_step_hidden) if emit_hidden else q_values)

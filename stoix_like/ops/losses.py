@@ -19,6 +19,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from stoix_like.ops import returns, value_support
 from stoix_like.ops.indexing import taken_action_values
 from stoix_like.ops.masking import mask_illegal, masked_argmax, masked_max
 from stoix_like.types import Array, Numeric
@@ -364,6 +365,65 @@ def double_q_learning_td_error(
     greedy_action = masked_argmax(q_t_selector, action_mask_t)
     target = jax.lax.stop_gradient(r_t + discount_t * taken_action_values(q_t_value, greedy_action))
     return target - taken_action_values(q_tm1, a_tm1)
+
+
+def rescaled_n_step_double_q_td_errors(
+    q_tm1: Array,
+    a_tm1: Array,
+    r_t: Array,
+    discount_t: Array,
+    last_t: Array,
+    q_t_value: Array,
+    q_t_selector: Array,
+    action_mask_t: Array,
+    n_step: int,
+    gamma: Numeric,
+) -> Array:
+    """R2D2's TD errors over a sequence: n-step double Q-learning on value-rescaled Q-values (Kapturowski et al.,
+    2019; h from Pohlen et al., 2018). Time-major, `[T, B]`, where step t's successor s'_t is the true (pre-reset)
+    next state.
+
+    Args:
+      q_tm1: `[T, B, A]` online Q(s_t, ·), in h-space (what the network outputs).
+      a_tm1: `[T, B]` int actions taken; r_t, discount_t, last_t: `[T, B]` each step's reward, env discount (0 at
+        termination) and whether the episode ended there (see `returns.n_step_returns`).
+      q_t_value: `[T, B, A]` target-network Q(s'_t, ·), which values the chosen successor action.
+      q_t_selector: `[T, B, A]` online Q(s'_t, ·), which chooses it (greedy over legal actions).
+      action_mask_t: `[T, B, A]` bool, the legal actions at s'_t.
+
+    Returns:
+      `[T, B]` td_t = h(G_t) − q_tm1[a_tm1], with G_t `returns.n_step_returns` over the bootstrap values
+      v_t = h⁻¹(q_t_value[argmax_{a legal} q_t_selector[a]]): returns are summed in the env's scale, regressed in h's.
+    """
+    chex.assert_rank([q_tm1, q_t_value, q_t_selector, action_mask_t], 3)
+    chex.assert_equal_shape([q_tm1, q_t_value, q_t_selector, action_mask_t])
+    chex.assert_rank([a_tm1, r_t, discount_t, last_t], 2)
+    chex.assert_equal_shape([a_tm1, r_t, discount_t, last_t])
+    chex.assert_equal_shape_prefix([q_tm1, a_tm1], 2)
+    chex.assert_type(a_tm1, int)
+    greedy_action = masked_argmax(q_t_selector, action_mask_t)
+    chosen_value = jnp.take_along_axis(q_t_value, greedy_action[..., None], axis=-1)[..., 0]
+    bootstrap_values = value_support.inverse_value_transform(chosen_value)
+    target = value_support.value_transform(
+        returns.n_step_returns(r_t, discount_t, last_t, bootstrap_values, n_step, gamma))
+    taken = jnp.take_along_axis(q_tm1, a_tm1[..., None], axis=-1)[..., 0]
+    return jax.lax.stop_gradient(target) - taken
+
+
+def sequence_priorities(td_errors: Array, max_weight: Numeric) -> Array:
+    """A replayed sequence's priority: η·max_t |δ_t| + (1 − η)·mean_t |δ_t| (R2D2; η = 0.9 there): the max keeps
+    a sequence with one large error from being averaged away by its many small ones.
+
+    Args:
+      td_errors: `[T, B]` the TD errors of the steps learnt from (after the burn-in).
+      max_weight: η in [0, 1].
+
+    Returns:
+      `[B]` priorities, wrapped in `stop_gradient`.
+    """
+    chex.assert_rank(td_errors, 2)
+    magnitude = jnp.abs(jax.lax.stop_gradient(td_errors))
+    return max_weight * jnp.max(magnitude, axis=0) + (1.0 - max_weight) * jnp.mean(magnitude, axis=0)
 
 
 def munchausen_q_target(

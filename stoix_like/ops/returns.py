@@ -205,3 +205,56 @@ def vtrace(
     pg_advantages = jnp.minimum(clip_pg_rho_threshold, rhos) * (
         rewards + gamma * not_terminated * successor - values)
     return jax.lax.stop_gradient(vs), jax.lax.stop_gradient(pg_advantages)
+
+
+def n_step_returns(
+    rewards: Array,
+    discounts: Array,
+    last: Array,
+    bootstrap_values: Array,
+    n_step: int,
+    gamma: Numeric,
+) -> Array:
+    """n-step returns from every step of a sequence, cut at episode ends and at the sequence's end.
+
+    Shapes: all four arrays are time-major `(T, ...)` with identical shapes (typically `(T, B)`).
+
+    Args:
+      rewards: r_t, the reward of step t.
+      discounts: the env's discount of step t: 0 where the episode terminated at t, else 1 (not yet × γ).
+      last: whether the episode ended at step t (terminated or truncated): the sum stops there.
+      bootstrap_values: v_t, the value of the true (pre-reset) successor of step t.
+      n_step: the most rewards summed before bootstrapping, a static int ≥ 1.
+      gamma: the discount factor.
+
+    Definition: with m = min(first k ≥ t where the episode ended, t + n_step − 1, T − 1),
+      G_t = Σ_{k=t..m} γ^{k−t} r_k + γ^{m−t+1} · discounts_m · v_m,
+    so a termination drops the bootstrap, a truncation keeps it (v_m is its true successor's value), and the
+    steps near the sequence's end take as many rewards as the sequence still holds.
+
+    Returns:
+      `(T, ...)` returns, wrapped in `stop_gradient`.
+    """
+    chex.assert_rank([rewards, discounts, last, bootstrap_values], rewards.ndim)
+    chex.assert_equal_shape([rewards, discounts, last, bootstrap_values])
+    chex.assert_type([rewards, discounts, bootstrap_values], float)
+    if n_step < 1:
+        raise ValueError(f"n_step={n_step} must be at least 1")
+    length = rewards.shape[0]
+    ended = _as_float(last, rewards) > 0
+
+    def ahead(x: Array, k: int, fill) -> Array:
+        """x[t + k] at row t; `fill` past the sequence's end."""
+        padding = jnp.full((k,) + x.shape[1:], fill, x.dtype)
+        return jnp.concatenate([x[k:], padding], axis=0)
+
+    returns = jnp.zeros_like(rewards)
+    summing = jnp.ones(rewards.shape, bool)  # step t + k still belongs to t's return
+    at_sequence_end = jnp.arange(length).reshape((length,) + (1,) * (rewards.ndim - 1)) == length - 1
+    for k in range(n_step):
+        returns = returns + jnp.where(summing, gamma**k * ahead(rewards, k, 0.0), 0.0)
+        stops = summing & (ahead(ended, k, True) | ahead(at_sequence_end, k, True) | (k == n_step - 1))
+        bootstrap = gamma ** (k + 1) * ahead(discounts, k, 0.0) * ahead(bootstrap_values, k, 0.0)
+        returns = returns + jnp.where(stops, bootstrap, 0.0)
+        summing = summing & ~stops
+    return jax.lax.stop_gradient(returns)

@@ -27,7 +27,7 @@ MODULE_OF = {
     "reinforce": "on_policy.reinforce", "pqn": "on_policy.pqn",
     "dqn": "q_learning.dqn", "ddqn": "q_learning.dqn", "mdqn": "q_learning.dqn", "dqn_reg": "q_learning.dqn",
     "c51": "q_learning.distributional_dqn", "qr_dqn": "q_learning.distributional_dqn",
-    "rainbow": "q_learning.distributional_dqn",
+    "rainbow": "q_learning.distributional_dqn", "r2d2": "q_learning.r2d2",
     "sac": "actor_critic.sac", "td3": "actor_critic.td3", "ddpg": "actor_critic.td3", "d4pg": "actor_critic.d4pg",
     "awr": "actor_critic.awr",
     "mpo": "actor_critic.mpo", "vmpo": "on_policy.vmpo",

@@ -6,11 +6,15 @@ act (`ActFn`), what its batches are (a `replay.BatchView`: n-step transitions, o
 how to learn from a batch (`LearnFromBatch`); `get_learner_fn` builds the learner from them.
 
 Warm-up steps (`get_warmup_fn`) fill the buffer before learning; they count in the step budget.
+
+A recurrent network acts through `RecurrentActing`: each env's hidden state travels in the learner state
+(`memory`), is reset where an episode starts, and is stored with every step, so a replayed sequence starts from the
+state its first step was acted from (R2D2). A feed-forward `ActFn` is the same with an empty memory.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Protocol, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Protocol, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -22,11 +26,33 @@ from stoix_like.envs.environment import Environment, example_timestep
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import EvalPolicy
+from stoix_like.networks.recurrent import opens_episode
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.types import Observation, OffPolicyLearnerState
 
 # act(params, normalised observation [num_envs, ...], key, global_env_steps) -> (stored_action, env_action)
 ActFn = Callable[[Any, Observation, jax.Array, jax.Array], Tuple[jax.Array, jax.Array]]
+
+
+class RecurrentActing(NamedTuple):
+    """How a network with memory acts: its hidden state per env, carried from step to step."""
+
+    initial_memory: Callable[[int], Any]  # envs -> the hidden state an episode starts from, one row per env
+    # act(params, normalised observation [num_envs, ...], reset [num_envs], memory, key, global_env_steps)
+    #   -> (stored_action, env_action, memory as it entered the step (reset applied: what is stored), memory after)
+    act: Callable[[Any, Observation, jax.Array, Any, jax.Array, jax.Array], Tuple[jax.Array, jax.Array, Any, Any]]
+
+
+def _recurrent(act: Union[ActFn, RecurrentActing]) -> RecurrentActing:
+    """A feed-forward `ActFn` as acting with an empty memory, so the rollout runs both the same way."""
+    if isinstance(act, RecurrentActing):
+        return act
+
+    def act_without_memory(params, observation, reset, memory, key, global_env_steps):
+        stored_action, env_action = act(params, observation, key, global_env_steps)
+        return stored_action, env_action, memory, memory
+
+    return RecurrentActing(initial_memory=lambda num_envs: (), act=act_without_memory)
 
 
 class BatchUpdate(NamedTuple):
@@ -50,18 +76,21 @@ class LearnFromBatch(Protocol):
 RolloutFn = Callable[[OffPolicyLearnerState, int], Tuple[OffPolicyLearnerState, Dict[str, jax.Array]]]
 
 
-def make_rollout(env: VmapWrapper, buffer: Any, act: ActFn, config: DictConfig, budget: Budget) -> RolloutFn:
+def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], config: DictConfig,
+                 budget: Budget) -> RolloutFn:
     """`rollout(state, length)`: act `length` steps into the buffer, then move the observation statistics;
     returns the state and the steps' episode metrics."""
     system = config.system
     slots = budget.n_devices * budget.update_batch_size
+    acting = _recurrent(act)
 
     def rollout(state: OffPolicyLearnerState, length: int) -> Tuple[OffPolicyLearnerState, Dict[str, jax.Array]]:
         def env_step(state: OffPolicyLearnerState, _: None):
             key, act_key = jax.random.split(state.key)
             observation = state.timestep.observation
-            stored_action, env_action = act(
-                state.params, normalization.normalize(state.obs_norm, observation), act_key, state.env_steps * slots)
+            stored_action, env_action, entered_memory, memory = acting.act(
+                state.params, normalization.normalize(state.obs_norm, observation), opens_episode(state.timestep),
+                state.memory, act_key, state.env_steps * slots)
             env_state, timestep = env.step(state.env_state, env_action)
             transition = replay.Transition(
                 observation=observation,  # stored raw: normalised with the statistics current at sampling time
@@ -70,8 +99,9 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: ActFn, config: DictConfig, 
                 discount=timestep.discount,
                 last=timestep.last(),
                 next_observation=timestep.extras["next_obs"],
+                memory=entered_memory,
             )
-            state = state._replace(key=key, env_state=env_state, timestep=timestep,
+            state = state._replace(key=key, env_state=env_state, timestep=timestep, memory=memory,
                                    env_steps=state.env_steps + budget.num_envs)
             return state, (transition, timestep.extras["episode_metrics"])
 
@@ -85,8 +115,8 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: ActFn, config: DictConfig, 
     return rollout
 
 
-def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: LearnFromBatch, config: DictConfig,
-                   budget: Budget, batches: replay.BatchView, prioritized: bool = False) -> Learner:
+def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch,
+                   config: DictConfig, budget: Budget, batches: replay.BatchView, prioritized: bool = False) -> Learner:
     """The learner, per device (vmapped over the update batch)."""
     system = config.system
     rollout = make_rollout(env, buffer, act, config, budget)
@@ -122,7 +152,8 @@ def get_learner_fn(env: VmapWrapper, buffer: Any, act: ActFn, learn_from_batch: 
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def get_warmup_fn(env: VmapWrapper, buffer: Any, act: ActFn, config: DictConfig, budget: Budget) -> Callable:
+def get_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], config: DictConfig,
+                  budget: Budget) -> Callable:
     """`warmup(state) -> (state, ())`, per device: one rollout of `warmup_rollout_length` steps, no learning."""
     rollout = make_rollout(env, buffer, act, config, budget)
 
@@ -134,12 +165,15 @@ def get_warmup_fn(env: VmapWrapper, buffer: Any, act: ActFn, config: DictConfig,
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Any, opt_states: Any,
-                  act: ActFn, learn_from_batch: LearnFromBatch, batches: replay.BatchView, eval_policy: EvalPolicy,
-                  eval_params: Callable[[OffPolicyLearnerState], Any], prioritized: bool = False
+                  act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch, batches: replay.BatchView,
+                  eval_policy: EvalPolicy, eval_params: Callable[[OffPolicyLearnerState], Any],
+                  prioritized: bool = False
                   ) -> SystemSetup:
     """Everything but the algorithm: buffer, env states, replication, warm-up. `batches` says what the learner's
-    batches are (`replay.n_step_batches(system)` or `replay.sequence_batches(system)`)."""
+    batches are (`replay.n_step_batches(system)` or `replay.sequence_batches(system)`); `act` is a feed-forward
+    `ActFn` or a network with memory's `RecurrentActing`."""
     system = config.system
+    acting = _recurrent(act)
     if int(system.gradient_steps_per_update) < 1:
         raise ConfigError(f"system.gradient_steps_per_update={system.gradient_steps_per_update} must be at least 1.")
     buffer = replay.make_buffer(system, budget, batches, prioritized=prioritized)
@@ -152,24 +186,27 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     # since running the env and the network eagerly would compile each of their ops one by one
     def example_transition() -> replay.Transition:
         example = example_timestep(env)
-        example_action, _ = act(params, jax.tree_util.tree_map(lambda x: x[None], example.observation),
-                                jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
+        example_action, _, memory, _ = acting.act(
+            params, jax.tree_util.tree_map(lambda x: x[None], example.observation), jnp.ones((1,), bool),
+            acting.initial_memory(1), jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
         return replay.Transition(
             observation=example.observation, action=example_action[0], reward=example.reward,
-            discount=example.discount, last=example.last(), next_observation=example.observation)
+            discount=example.discount, last=example.last(), next_observation=example.observation,
+            memory=jax.tree_util.tree_map(lambda x: x[0], memory))
 
     buffer_state = buffer.init(jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype),
                                                       jax.eval_shape(example_transition)))
 
     obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
     env_state, timestep = parallel.reset_envs_per_slot(env, env_key, budget.update_batch_size, budget.num_envs)
-    params, opt_states, obs_norm, buffer_state = parallel.broadcast_to_devices_and_batch(
-        (params, opt_states, obs_norm, buffer_state), budget.update_batch_size)
+    params, opt_states, obs_norm, buffer_state, memory = parallel.broadcast_to_devices_and_batch(
+        (params, opt_states, obs_norm, buffer_state, acting.initial_memory(budget.num_envs)), budget.update_batch_size)
     counter = parallel.broadcast_to_devices_and_batch(jnp.zeros((), jnp.int32), budget.update_batch_size)
     learner_state = OffPolicyLearnerState(
         params=params, opt_states=opt_states, buffer_state=buffer_state,
         key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
         env_state=env_state, timestep=timestep, obs_norm=obs_norm, env_steps=counter, update_count=counter,
+        memory=memory,
     )
     if budget.warmup_rollout_length:
         warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)

@@ -25,7 +25,7 @@ from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.evaluator import PolicyWithMemory
 from stoix_like.networks.factory import build_recurrent_actor, build_recurrent_critic
-from stoix_like.networks.recurrent import RecurrentActor
+from stoix_like.networks.recurrent import RecurrentActor, opens_episode
 from stoix_like.ops.returns import truncated_gae
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient, rollout
@@ -38,7 +38,6 @@ from stoix_like.types import (
     Array,
     Observation,
     RecurrentLearnerState,
-    TimeStep,
 )
 
 
@@ -51,12 +50,6 @@ class Sequences(NamedTuple):
     transitions: ActorCriticTransition  # leaves (envs, T, ...)
     advantages: Array  # (envs, T)
     targets: Array  # (envs, T)
-
-
-def opens_episode(timestep: TimeStep) -> Array:
-    """Whether the observation of `timestep` is an episode's first: the first reset (FIRST), or the auto-reset
-    observation a LAST step carries."""
-    return timestep.first() | timestep.last()
 
 
 def _one_step(observation: Observation) -> Observation:

@@ -118,12 +118,9 @@ def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, sy
     return learn_from_batch
 
 
-def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, q_loss: QLoss,
-                  needs_head: str, example_networks: str) -> SystemSetup:
-    """A value-based system's setup. `needs_head` is the head kind `q_loss` reads (see HEAD_KINDS);
-    a network whose head outputs anything else is refused, naming `example_networks` that fit."""
-    system = config.system
-    name = str(system.system_name)
+def check_discrete_q_network(env: Environment, config: DictConfig, example_networks: str) -> None:
+    """Refuses continuous actions, and a network without a q_network of one value per action."""
+    name = str(config.system.system_name)
     if not isinstance(env.action_space, DiscreteActionSpace):
         raise ConfigError(f"{config.env.scenario.name} has continuous actions; {name} needs discrete ones "
                           f"(use experiments.sac / td3 / ddpg for continuous control).")
@@ -131,6 +128,15 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         # an actor-critic network (SAC's, TD3's) has a q_network too, but of Q(s, a): not one value per action
         raise ConfigError(f"the network config has no q_network of one value per action, which {name} needs; "
                           f"use e.g. network={example_networks}.")
+
+
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, q_loss: QLoss,
+                  needs_head: str, example_networks: str) -> SystemSetup:
+    """A value-based system's setup. `needs_head` is the head kind `q_loss` reads (see HEAD_KINDS);
+    a network whose head outputs anything else is refused, naming `example_networks` that fit."""
+    system = config.system
+    name = str(system.system_name)
+    check_discrete_q_network(env, config, example_networks)
     q_network = build_q_network(config.network, env.action_space)
     observation = example_observation(env)
     # shapes only: nothing is compiled or run to find out what the head outputs
