@@ -41,7 +41,6 @@ from stoix_like.networks.noisy import NOISE_STREAM
 from stoix_like.networks.recurrent import RecurrentQNetwork, reset_where
 from stoix_like.ops import losses
 from stoix_like.ops.masking import masked_argmax
-from stoix_like.optim import make_optimizer
 from stoix_like.replay import Transition
 from stoix_like.system_contract import SystemSetup
 from stoix_like.systems import off_policy
@@ -186,8 +185,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     init_key, key = jax.random.split(key)
     online = jitted_init(q_network)(init_key, hidden, observation, reset)
     apply = make_apply(q_network)
-    optimizer = make_optimizer(system.q_lr, system.max_grad_norm,
-                               budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
+    optimizer = value_based.q_optimizer(system, budget)
     return off_policy.learner_setup(
         env, key, config, budget,
         params=OnlineAndTarget(online, online), opt_states=optimizer.init(online),

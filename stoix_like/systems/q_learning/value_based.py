@@ -149,8 +149,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     init_key, key = jax.random.split(key)
     online = jitted_init(q_network)(init_key, observation)  # one compile, not one per op
     apply = make_apply(q_network)
-    optimizer = make_optimizer(system.q_lr, system.max_grad_norm,
-                               budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
+    optimizer = q_optimizer(system, budget)
     return off_policy.learner_setup(
         env, key, config, budget,
         params=OnlineAndTarget(online, online), opt_states=optimizer.init(online),
@@ -161,3 +160,10 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         eval_params=lambda slot: (slot.params.online, slot.obs_norm),
         prioritized=bool(system.prioritized_replay),
     )
+
+
+def q_optimizer(system: DictConfig, budget: Budget):
+    """The Q-network's optimiser (`q_lr`, clipped at `max_grad_norm`, decayed over the run's gradient steps), shared by
+    every value-based learner."""
+    return make_optimizer(system.q_lr, system.max_grad_norm,
+                          budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
