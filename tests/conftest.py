@@ -96,15 +96,16 @@ def python_subprocess(compilation_cache_dir):
     return _run
 
 
-# Pendulum populations in CI train 4 seeds (0..3), CartPole's 8. Ten Pendulum defaults at 6 seeds took ~1,500 of
-# CI's ~5,500 worker-seconds (71-276 s each) and held it over its 45 minutes. Every Pendulum target has a wide
-# margin at 8 seeds (README's learning table: IQMs 51-201 above their bars, at most 2/8 below the solved line);
-# the 8-seed populations, 0..7 and 1000..1007 nobody tuned on, are
-# `python benchmarks/learning_table.py --algorithms ALGO@gymnax/pendulum [--first-seed 1000]`.
-PENDULUM_CI_SEEDS = 4
+# CI's populations train 4 seeds (0..3 unless a test shifts them), not the 8 of a learning claim. Thirty populations
+# at 8 seeds took ~3,600 of CI's ~6,400 worker-seconds and held it at 53-61 minutes, over its 45; off-policy
+# learners on a CPU cost about linearly in vmapped seeds. A CI population is a regression check on the shipped
+# defaults (the same target: an IQM bar and at most one seed below a floor); the claims README states are 8-seed
+# populations, seeds 0..7 and 1000..1007 nobody tuned on, from `python benchmarks/learning_table.py --algorithms
+# ALGO[@suite/task] [--first-seed 1000]`. PPO, the reference system, keeps 8 untuned seeds in CI.
+CI_SEEDS = 4
 
 
-def assert_population_learns(compose, algorithm: str, first_seed: int = 0, num_seeds: int = 8,
+def assert_population_learns(compose, algorithm: str, first_seed: int = 0, num_seeds: int = CI_SEEDS,
                              overrides: Sequence[str] = (), env: Optional[str] = None) -> None:
     """The learning-test pattern: `num_seeds` seeds of the shipped defaults in one program must meet the
     algorithm's target on `env` (its reference task when None) in stoix_like/learning_targets.py (an IQM bar and
@@ -135,29 +136,34 @@ def train_then_resume(compose, algorithm: str, run: Sequence[str], checkpoints: 
     return uninterrupted, resumed
 
 
-# The longest tests, in CI's seconds on 2 cores (its `--durations` of the last full runs); everything named
-# `*_learns_*` (a population) counts as LONG_BY_DEFAULT unless listed.
+# The longest tests, in seconds on 2 cores (`--durations` of the last full runs and of this change's checks);
+# everything named `*_learns_*` (a population) counts as LONG_BY_DEFAULT unless listed.
 EXPECTED_SECONDS = {
-    "test_every_policy_optimization_system_runs_on_brax": 180,  # per env
-    "test_rainbow_learns_cartpole": 290,
-    "test_sac_learns_pendulum": 177,
-    "test_d4pg_learns_pendulum": 170,
-    "test_td3_learns_pendulum": 153,
-    "test_ddpg_learns_pendulum": 110,
-    "test_mpo_learns_pendulum": 103,
-    "test_c51_learns_cartpole": 135,
-    "test_vmpo_learns_pendulum": 87,
-    "test_two_processes_under_load_never_deadlock_and_repeat_exactly": 130,
-    "test_qr_dqn_learns_cartpole": 130,
-    "test_memory_matters_on_the_masked_cartpole": 250,  # two populations
-    "test_memory_matters_on_memory_chain": 90,  # two populations of 4 seeds
-    "test_alphazero_learns_cartpole": 120,
-    # Sebulba's subprocess runs (measured on this machine under load, not yet by CI)
-    "test_sebulba_ppo_runs_the_exact_budget_on_its_learner_device": 70,
-    "test_ctrl_c_stops_every_thread_within_seconds": 40,
-    "test_a_failing_actor_ends_the_run_with_its_error_and_no_thread_left": 30,
-    "test_r2d2_learns_cartpole_on_seeds_nobody_tuned_on": 180,  # 4 seeds; 175 s on a loaded 2-core CPU, not yet on CI
-    "test_a_resumed_run_continues_bit_identically_with_its_recurrent_states": 90,  # two runs in subprocesses
+    "test_every_policy_optimization_system_runs_on_brax": 125,  # per env, three systems each
+    "test_rainbow_learns_cartpole": 255,
+    "test_r2d2_learns_cartpole_on_seeds_nobody_tuned_on": 230,
+    "test_memory_matters_on_the_masked_cartpole": 225,  # two populations
+    "test_d4pg_learns_pendulum": 190,
+    "test_td3_learns_pendulum": 184,
+    "test_sac_learns_pendulum": 171,
+    "test_mpo_learns_pendulum": 144,
+    "test_ddpg_learns_pendulum": 140,
+    "test_c51_learns_cartpole": 116,
+    "test_qr_dqn_learns_cartpole": 110,
+    "test_vmpo_learns_pendulum": 108,
+    "test_memory_matters_on_memory_chain": 105,  # two populations of 4 seeds
+    "test_two_processes_under_load_never_deadlock_and_repeat_exactly": 110,
+    "test_ppo_learns_cartpole_on_seeds_nobody_tuned_on": 100,  # 8 seeds
+    "test_mpo_learns_cartpole": 93,
+    "test_alphazero_learns_cartpole": 80,
+    "test_sac_runs_on_brax_ant": 80,  # brax compiled into an entry-point run
+    "test_runs_on_brax_ant": 70,
+    "test_ppo_runs_end_to_end": 60,
+    # Sebulba's subprocess runs
+    "test_sebulba_ppo_runs_the_exact_budget_on_its_learner_device": 55,
+    "test_ctrl_c_stops_every_thread_within_seconds": 30,
+    "test_a_failing_actor_ends_the_run_with_its_error_and_no_thread_left": 25,
+    "test_a_resumed_run_continues_bit_identically_with_its_recurrent_states": 65,  # two runs in subprocesses
 }
 LONG_BY_DEFAULT = 60
 

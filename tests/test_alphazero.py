@@ -189,4 +189,4 @@ def test_alphazero_learns_cartpole(compose):
     # config/az.yaml as shipped (its budget included) must meet its target in stoix_like/learning_targets.py on a
     # population of seeds in one program. 4 seeds, not 8, to fit the CI budget (the search makes each env step
     # num_simulations env steps and network passes); benchmarks/learning_table.py --algorithms az runs all 8.
-    assert_population_learns(compose, "az", num_seeds=4)
+    assert_population_learns(compose, "az")

@@ -402,7 +402,10 @@ BAD_INPUTS += RENAMED_INPUTS
 AS_SUBPROCESS = {"system.actor_lr=-1e-3", "system.gamma=1.5", "arch.num_eval_episodes=0", "system.total_buffer_size=32",
                  "system.init_alpha=0", "num_episodes=0", "system.critic_lr=3e-4", "network=mlp_dpg",
                  "system.top_k_fraction=1.5", "system.num_simulations=0"}
-SECONDS = 10.0
+# A refusal comes before any long work: no learner compiled (checked in the output) and well within a training
+# run's first minute. The bound is loose on purpose: under a loaded CPU (two xdist workers beside other jobs, load
+# 8 on 2 cores) a refusal that builds its env first took 14 s; a late refusal (after compiling) takes minutes.
+SECONDS = 40.0
 
 # One interpreter runs every row through the entry's `main`, as `python -m experiments.<algo> <overrides>` would.
 IN_PROCESS = r"""

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import PENDULUM_CI_SEEDS, assert_population_learns, unoptimized_xla
+from conftest import assert_population_learns, unoptimized_xla
 
 from stoix_like import replay
 from stoix_like.envs.environment import ContinuousActionSpace
@@ -213,19 +213,19 @@ def test_replay_ratio_line(compose):
 # ----------------------------------------------------------------------------------------------------
 
 def test_sac_learns_pendulum(compose):
-    assert_population_learns(compose, "sac", num_seeds=PENDULUM_CI_SEEDS)
+    assert_population_learns(compose, "sac")
 
 
 def test_td3_learns_pendulum(compose):
-    assert_population_learns(compose, "td3", num_seeds=PENDULUM_CI_SEEDS)
+    assert_population_learns(compose, "td3")
 
 
 def test_ddpg_learns_pendulum(compose):
-    assert_population_learns(compose, "ddpg", num_seeds=PENDULUM_CI_SEEDS)
+    assert_population_learns(compose, "ddpg")
 
 
 def test_d4pg_learns_pendulum(compose):
-    assert_population_learns(compose, "d4pg", num_seeds=PENDULUM_CI_SEEDS)
+    assert_population_learns(compose, "d4pg")
 
 
 # ----------------------------------------------------------------------------------------------------

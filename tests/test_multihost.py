@@ -159,15 +159,16 @@ def test_two_processes_resume_to_the_uninterrupted_params(tmp_path, compilation_
 
 @pytest.mark.slow
 def test_two_processes_under_load_never_deadlock_and_repeat_exactly(tmp_path, compilation_cache_dir):
-    """Three runs in a row beside a CPU-burning process (the load under which a run once hung): all end, all agree.
+    """Two runs in a row beside a CPU-burning process (the load under which a run once hung): both end, both agree.
 
     Measured on 2 loaded cores (two other trainings running too): 87-114 s per run, every run bit-identical; in
-    the whole suite under CI, five runs took 225 s, so three keep the check at ~135 s.
+    the whole suite under CI, five runs took 225 s and three 130-166 s, so two keep the check at ~100 s (the
+    other multi-process tests run pairs too, beside the other xdist worker's load).
     """
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])]
     try:
         all_params, seconds = [], []
-        for repeat in range(3):
+        for repeat in range(2):
             start = time.monotonic()
             work = tmp_path / f"repeat_{repeat}"
             processes = start_pair(work, compilation_cache_dir)

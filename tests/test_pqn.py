@@ -19,7 +19,7 @@ TINY = ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatc
 
 
 def test_pqn_learns_cartpole(compose):
-    # config/pqn.yaml as shipped (its 150,000-step budget included), seeds 0..7 in one program, must meet its
+    # config/pqn.yaml as shipped (its 150,000-step budget included), seeds 0..3 in one program, must meet its
     # target in stoix_like/learning_targets.py: a population claim, never a bar on one seed
     assert_population_learns(compose, "pqn")
 
