@@ -1,4 +1,4 @@
-"""The actor-critic loop PPO, PPO-penalty, DPO and REINFORCE share, parameterised by the actor's objective.
+"""The actor-critic loop PPO, PPO-penalty, DPO, REINFORCE and IMPALA share, parameterised by the actor's objective.
 
 One update: roll the current policy out, recording each step's value, log-probability and the acting
 distribution's parameters → advantages and value targets (truncation-correct GAE, or the objective's own: IMPALA's
