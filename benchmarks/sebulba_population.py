@@ -5,6 +5,7 @@ stoix_like/learning_targets.SEBULBA_TARGETS.
 
     python benchmarks/sebulba_population.py                               # PPO, gymnasium CartPole, seeds 1000..1003
     python benchmarks/sebulba_population.py --seeds 4 --first-seed 0 -o arch.num_actor_threads=2
+    python benchmarks/sebulba_population.py --algorithm impala -o network=mlp_impala_shared   # IMPALA, shared torso
     python benchmarks/sebulba_population.py --from-logs DIR               # summarise runs already in DIR/**/ppo.log
 
 Each run logs under --results (default: a temporary folder) as a normal Hydra-less run does.
@@ -55,9 +56,9 @@ def main(argv: List[str] | None = None) -> None:
         seeds_and_returns = absolute_returns_in(pathlib.Path(args.from_logs), args.algorithm)
     else:
         from stoix_like.sebulba import loop
-        from stoix_like.systems.on_policy import ppo
+        from stoix_like.systems.on_policy import impala, ppo
 
-        setups = {"ppo": ppo.sebulba_setup}
+        setups = {"ppo": ppo.sebulba_setup, "impala": impala.sebulba_setup}
         results = pathlib.Path(args.results or tempfile.mkdtemp(prefix="sebulba_population_"))
         seeds_and_returns = []
         for seed in range(args.first_seed, args.first_seed + args.seeds):

@@ -52,6 +52,7 @@ SPECS: Dict[str, Spec] = {
     "network.*.pre_torso.channels": int_list(POSITIVE_INT, "the convolutions' output channels, one per conv layer"),
     "network.*.pre_torso.kernel_sizes": int_list(POSITIVE_INT, "the convolutions' square kernel sizes"),
     "network.*.pre_torso.strides": int_list(POSITIVE_INT, "the convolutions' strides"),
+    "network.shared_torso": flag("one torso under the policy and value heads (the actor's); off: separate networks"),
     "network.*.recurrent_core.cell": choice(RECURRENT_CELLS, "the recurrent torso's cell"),
     "network.*.recurrent_core.hidden_size": integer(POSITIVE_INT, "the recurrent torso's hidden state size"),
     "env.kwargs.backend": choice(BRAX_BACKENDS, "brax's physics pipeline"),
@@ -383,6 +384,19 @@ def _recurrent_networks_fit_the_system(values: Mapping[str, Any]) -> Optional[st
     return None
 
 
+# The systems whose networks policy_gradient.actor_critic_networks builds and whose learner reads them through
+# networks/actor_critic.PolicyAndValue: only they can put the critic's head on the actor's torso.
+SHARED_TORSO_SYSTEMS = ("ppo", "ppo_penalty", "dpo", "reinforce", "impala")
+
+
+def _shared_torso_fits_the_system(values: Mapping[str, Any]) -> Optional[str]:
+    system_name = values.get("system.system_name")
+    if values.get("network.shared_torso") and system_name not in SHARED_TORSO_SYSTEMS:
+        return (f"network.shared_torso=True: {system_name} builds its actor and critic apart; a shared torso is "
+                f"for {', '.join(SHARED_TORSO_SYSTEMS)} (e.g. network=mlp_impala_shared).")
+    return None
+
+
 def _burn_in_leaves_steps_to_learn(values: Mapping[str, Any]) -> Optional[str]:
     burn_in, length = values.get("system.burn_in"), values.get("system.sequence_length")
     if burn_in is not None and length is not None and burn_in >= length:
@@ -407,7 +421,7 @@ CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, Any]], Optional[str]], ...] = (
     _buffer_holds_a_batch, _epsilon_decays, _supports_are_intervals, _process_id_in_range,
     _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _torsos_read_the_observation_layout,
     _recurrent_networks_fit_the_system, _arch_fits_the_env_suite, _sebulba_layout_divides,
-    _burn_in_leaves_steps_to_learn, _sequences_tile_the_rollout)
+    _burn_in_leaves_steps_to_learn, _sequences_tile_the_rollout, _shared_torso_fits_the_system)
 
 
 def problems(config: Any) -> List[str]:

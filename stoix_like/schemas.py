@@ -375,6 +375,14 @@ class ReinforceSchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate
 
 
 @dataclass
+class IMPALASchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    rho_clip: float = key(real("(0, inf)", "V-trace's rho-bar: pi/mu is truncated at it in the TD errors and the "
+                                           "policy-gradient advantages (which value V-trace's fixed point is)"))
+    c_clip: float = key(real("(0, inf)", "V-trace's c-bar: pi/mu is truncated at it in the traces (how far the "
+                                         "correction reaches back)"))
+
+
+@dataclass
 class PQNSchema(EpsilonGreedyBlock, QLearningRate, OnPolicyBatchesBlock, SystemBlock):
     reward_scale: float = key(real("(0, inf)", "the factor rewards are scaled by in the targets"))
     q_lambda: float = key(real("[0, 1]", "Q(lambda)'s lambda: 0 one-step targets, 1 Monte-Carlo"))
@@ -494,6 +502,7 @@ class AZSchema(TreeSearchBlock, CriticLearningRate, ActorLearningRate, OnPolicyB
 # the network's)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "ppo": PPOSchema, "rec_ppo": PPOSchema, "ppo_penalty": PPOPenaltySchema, "dpo": DPOSchema, "reinforce": ReinforceSchema,
+    "impala": IMPALASchema,
     "pqn": PQNSchema,
     "dqn": DQNSchema, "ddqn": DQNSchema, "dqn_reg": DQNSchema, "mdqn": MDQNSchema,
     "c51": C51Schema, "rainbow": C51Schema, "qr_dqn": QRDQNSchema, "r2d2": R2D2Schema,

@@ -52,7 +52,8 @@ OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regulari
             "standardize_advantages", "advantage_temperature", "max_advantage_weight",
             "num_sampled_actions", "top_k_fraction",
             "kl_target", "init_kl_coef", "drift_alpha", "drift_beta",
-            "burn_in", "priority_max_weight", "epsilon_actor_exponent"}  # R2D2's
+            "burn_in", "priority_max_weight", "epsilon_actor_exponent",  # R2D2's
+            "rho_clip", "c_clip"}  # IMPALA's V-trace
 VOCABULARY = set().union(*BLOCKS.values(), LEARNING_RATES, OWN_KEYS)
 BRITISH = re.compile(r"(prioritis|regularis|normalis|standardis|optimis|parameteris)")
 

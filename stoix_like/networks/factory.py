@@ -37,6 +37,16 @@ def build_critic(network_config: DictConfig) -> FeedForwardCritic:
     )
 
 
+def build_critic_on_actor_torso(network_config: DictConfig) -> FeedForwardCritic:
+    """The critic of a shared-torso network (`network.shared_torso: True`): the actor's torso, built from
+    `actor_network.pre_torso`, under `critic_network.critic_head`; networks/actor_critic.shared_torso applies it
+    with the actor's torso params."""
+    return FeedForwardCritic(
+        torso=instantiate(network_config.actor_network.pre_torso),
+        critic_head=instantiate(network_config.critic_network.critic_head),
+    )
+
+
 def build_recurrent_actor(network_config: DictConfig, action_space: ActionSpace) -> RecurrentActor:
     """`build_actor` with the network's `recurrent_core` (networks/recurrent.py) between its torso and its head."""
     actor_config = network_config.actor_network

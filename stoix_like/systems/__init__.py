@@ -23,7 +23,7 @@ from types import ModuleType
 
 MODULE_OF = {
     "ppo": "on_policy.ppo", "rec_ppo": "on_policy.recurrent_ppo", "ppo_penalty": "on_policy.ppo_penalty",
-    "dpo": "on_policy.dpo",
+    "dpo": "on_policy.dpo", "impala": "on_policy.impala",
     "reinforce": "on_policy.reinforce", "pqn": "on_policy.pqn",
     "dqn": "q_learning.dqn", "ddqn": "q_learning.dqn", "mdqn": "q_learning.dqn", "dqn_reg": "q_learning.dqn",
     "c51": "q_learning.distributional_dqn", "qr_dqn": "q_learning.distributional_dqn",

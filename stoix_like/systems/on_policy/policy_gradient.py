@@ -1,11 +1,15 @@
-"""The actor-critic loop PPO, PPO-penalty, DPO and REINFORCE share, parameterised by the actor's objective.
+"""The actor-critic loop PPO, PPO-penalty, DPO, REINFORCE and IMPALA share, parameterised by the actor's objective.
 
 One update: roll the current policy out, recording each step's value, log-probability and the acting
-distribution's parameters → truncation-correct GAE → epochs × minibatches of actor and critic updates → the
-objective adapts to how far the update moved the policy (PPO-penalty's β; the others carry no state).
+distribution's parameters → advantages and value targets (truncation-correct GAE, or the objective's own: IMPALA's
+V-trace) → epochs × minibatches of actor and critic updates → the objective adapts to how far the update moved the
+policy (PPO-penalty's β; the others carry no state).
 
-An algorithm is an `ActorObjective` (its policy loss and, if it has one, how its state adapts) and a `CriticLoss`
-(PPO's clipped value loss, or plain regression); `set_up` builds the networks, optimisers and state around them.
+An algorithm is an `ActorObjective` (its policy loss, its targets if not GAE's and, if it has one, how its state
+adapts) and a `CriticLoss` (PPO's clipped value loss, or plain regression); `set_up` builds the networks,
+optimisers and state around them. The networks are read through `networks.actor_critic.PolicyAndValue`, from the
+whole (actor, critic) params pair, so that separate networks and a shared torso (`network.shared_torso`) learn by
+one gradient of the summed losses.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from stoix_like.compilation_cache import jitted_init
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.evaluator import EvalPolicy, actor_policy
-from stoix_like.networks.factory import build_actor, build_critic
+from stoix_like.networks import actor_critic
+from stoix_like.networks.actor_critic import PolicyAndValue
+from stoix_like.networks.factory import build_actor, build_critic, build_critic_on_actor_torso
 from stoix_like.ops.losses import clipped_value_loss, l2_loss
 from stoix_like.ops.returns import truncated_gae
 from stoix_like.optim import make_optimizer
@@ -58,11 +64,18 @@ def _stateless(learner_state: Any) -> Any:
     return ()
 
 
+# targets(networks, params, obs_norm, rollout) -> (advantages, value targets), `(T, envs)` each, from the rollout
+# and the learner's params as the update starts (the rollout's transitions carry what the actors recorded)
+RolloutTargets = Callable[[PolicyAndValue, ActorCriticParams, Any, ActorCriticTransition], Tuple[Array, Array]]
+
+
 class ActorObjective(NamedTuple):
     """How an on-policy actor learns from a rollout."""
 
     # (inputs, objective state) -> the scalar to minimise (the entropy bonus is added by the loop)
     policy_loss: Callable[[PolicyLossInputs, Any], Array]
+    # the advantages and value targets; None: truncation-correct GAE(system.gae_lambda) on the recorded values
+    targets: Optional[RolloutTargets] = None
     # learner state -> the objective's state, read once per update and fixed through its epochs (PPO-penalty: β)
     state_of: Callable[[Any], Any] = _stateless
     # after each update: (learner state, E_s[KL(π_old ‖ π_new)] over the rollout and every slot) -> (learner state
@@ -89,21 +102,20 @@ class MinibatchApply(NamedTuple):
     """How a learner applies its networks to one of its minibatches (feed-forward: to each step alone; recurrent:
     to whole sequences from their stored hidden state), so that one loss and one update serve both."""
 
-    # (actor params, obs_norm, minibatch) -> the policy's distribution at the minibatch's steps, `[B]`
+    # ((actor, critic) params, obs_norm, minibatch) -> the policy's distribution at the minibatch's steps, `[B]`
     actor: Callable[[Any, Any, Any], Any]
-    # (critic params, obs_norm, minibatch) -> V at the minibatch's steps, `[B]`
+    # ((actor, critic) params, obs_norm, minibatch) -> V at the minibatch's steps, `[B]`
     critic: Callable[[Any, Any, Any], Array]
     # minibatch -> (its steps' transitions, advantages, value targets), `[B]` each, in the networks' step order
     steps: Callable[[Any], Tuple[ActorCriticTransition, Array, Array]]
 
 
-def feed_forward_apply(apply_fns: ActorCriticApplyFns) -> MinibatchApply:
+def feed_forward_apply(networks: PolicyAndValue) -> MinibatchApply:
     """The minibatch is `(transitions, advantages, targets)` of shuffled steps; each step is read alone."""
-    actor_apply, critic_apply = apply_fns
     return MinibatchApply(
-        actor=lambda params, obs_norm, minibatch: actor_apply(
+        actor=lambda params, obs_norm, minibatch: networks.policy(
             params, normalization.normalize(obs_norm, minibatch[0].observation)),
-        critic=lambda params, obs_norm, minibatch: critic_apply(
+        critic=lambda params, obs_norm, minibatch: networks.value(
             params, normalization.normalize(obs_norm, minibatch[0].observation)),
         steps=lambda minibatch: minibatch,
     )
@@ -113,10 +125,12 @@ def make_update_minibatch(apply: MinibatchApply, update_fns: ActorCriticUpdateFn
                           objective: ActorObjective, critic_loss: CriticLoss) -> Callable:
     """`update_minibatch((params, opt_states, obs_norm), minibatch, entropy_key, objective_state)`: one step of
     the actor on `objective` (with the entropy bonus) and of the critic on `critic_loss`, the gradients and
-    metrics averaged over the update batch and the devices."""
+    metrics averaged over the update batch and the devices. One gradient of the summed losses over the whole
+    params pair: with separate networks each half gets its own loss's gradient alone, and a shared torso gets
+    both."""
 
-    def actor_loss(actor_params, minibatch, obs_norm, key: jax.Array, objective_state: Any):
-        dist = apply.actor(actor_params, obs_norm, minibatch)
+    def actor_loss(params, minibatch, obs_norm, key: jax.Array, objective_state: Any):
+        dist = apply.actor(params, obs_norm, minibatch)
         traj, advantages, _ = apply.steps(minibatch)
         log_prob = dist.log_prob(traj.action)
         if system.standardize_advantages:
@@ -128,20 +142,22 @@ def make_update_minibatch(apply: MinibatchApply, update_fns: ActorCriticUpdateFn
         total = policy_loss - system.ent_coef * entropy
         return total, {"actor_loss": policy_loss, "entropy": entropy, "approx_kl": approx_kl, "kl": jnp.mean(kl)}
 
-    def critic_loss_and_metrics(critic_params, minibatch, obs_norm):
-        values = apply.critic(critic_params, obs_norm, minibatch)
+    def critic_loss_and_metrics(params, minibatch, obs_norm):
+        values = apply.critic(params, obs_norm, minibatch)
         traj, _, targets = apply.steps(minibatch)
         value_loss = critic_loss(values, traj.value, targets)
         return system.vf_coef * value_loss, {"value_loss": value_loss}
 
+    def total_loss(params, minibatch, obs_norm, key: jax.Array, objective_state: Any):
+        actor_total, actor_metrics = actor_loss(params, minibatch, obs_norm, key, objective_state)
+        critic_total, critic_metrics = critic_loss_and_metrics(params, minibatch, obs_norm)
+        return actor_total + critic_total, {**actor_metrics, **critic_metrics}
+
     def update_minibatch(carry, minibatch, entropy_key: jax.Array, objective_state: Any):
         params, opt_states, obs_norm = carry
-        actor_grads, actor_metrics = jax.grad(actor_loss, has_aux=True)(
-            params.actor, minibatch, obs_norm, entropy_key, objective_state)
-        critic_grads, critic_metrics = jax.grad(critic_loss_and_metrics, has_aux=True)(
-            params.critic, minibatch, obs_norm)
-        params, opt_states, metrics = apply_gradients(
-            update_fns, params, opt_states, actor_grads, critic_grads, {**actor_metrics, **critic_metrics})
+        grads, metrics = jax.grad(total_loss, has_aux=True)(params, minibatch, obs_norm, entropy_key, objective_state)
+        params, opt_states, metrics = apply_gradients(update_fns, params, opt_states, grads.actor, grads.critic,
+                                                      metrics)
         return (params, opt_states, obs_norm), metrics
 
     return update_minibatch
@@ -162,16 +178,15 @@ def apply_gradients(update_fns: ActorCriticUpdateFns, params: ActorCriticParams,
     return params, ActorCriticOptStates(actor_opt, critic_opt), metrics
 
 
-def make_act(apply_fns: ActorCriticApplyFns) -> rollout.ActFn:
+def make_act(networks: PolicyAndValue) -> rollout.ActFn:
     """`act(params, normalised observation, key)`: a sampled action, and what the update needs recorded of it
     (the value, the log-probability and the acting distribution's parameters). Anakin's rollout and Sebulba's
     actor threads act with this one function."""
-    actor_apply, critic_apply = apply_fns
 
     def act(params: ActorCriticParams, observation, key: jax.Array):
-        dist = actor_apply(params.actor, observation)
+        dist = networks.policy(params, observation)
         action = dist.sample(key)
-        recorded = {"value": critic_apply(params.critic, observation), "log_prob": dist.log_prob(action),
+        recorded = {"value": networks.value(params, observation), "log_prob": dist.log_prob(action),
                     "behaviour": dist.parameters()}
         return action, dist.to_env_action(action), recorded
 
@@ -182,44 +197,56 @@ def make_act(apply_fns: ActorCriticApplyFns) -> rollout.ActFn:
 LearnFromSteps = Callable[[Any, RolloutStep], Tuple[Any, ActorCriticTransition, Metrics]]
 
 
-def make_learn_from_steps(apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns, system: DictConfig,
+def gae_targets(system: DictConfig) -> RolloutTargets:
+    """Truncation-correct GAE(system.gae_lambda) on the values recorded when acting."""
+
+    def targets(networks: PolicyAndValue, params: ActorCriticParams, obs_norm: Any, traj: ActorCriticTransition
+                ) -> Tuple[Array, Array]:
+        del networks, params, obs_norm
+        return truncated_gae(traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma,
+                             system.gae_lambda)
+
+    return targets
+
+
+def make_learn_from_steps(networks: PolicyAndValue, update_fns: ActorCriticUpdateFns, system: DictConfig,
                           objective: ActorObjective, critic_loss: CriticLoss) -> LearnFromSteps:
     """One update on a time-major rollout, wherever it was collected (Anakin's scan over a JAX env, or Sebulba's
-    actor threads over CPU envs): values of the true successors → truncation-correct GAE → epochs × minibatches
-    → the objective adapts. The state needs params, opt_states, key and obs_norm (rollout.LearningState)."""
-    actor_apply, critic_apply = apply_fns
-    update_minibatch = make_update_minibatch(feed_forward_apply(apply_fns), update_fns, system, objective,
+    actor threads over CPU envs): values of the true successors → the objective's targets (GAE by default) →
+    epochs × minibatches → the objective adapts. The state needs params, opt_states, key and obs_norm
+    (rollout.LearningState)."""
+    update_minibatch = make_update_minibatch(feed_forward_apply(networks), update_fns, system, objective,
                                              critic_loss)
+    rollout_targets = objective.targets or gae_targets(system)
 
-    def policy_shift(actor_params, obs_norm, traj: ActorCriticTransition) -> Array:
+    def policy_shift(params, obs_norm, traj: ActorCriticTransition) -> Array:
         """E_s[KL(π_old ‖ π)] over the rollout's states, averaged over every slot so that all adapt alike."""
         observation, behaviour = jax.tree_util.tree_map(
             lambda x: x.reshape((-1,) + x.shape[2:]), (traj.observation, traj.behaviour))
-        dist = actor_apply(actor_params, normalization.normalize(obs_norm, observation))
+        dist = networks.policy(params, normalization.normalize(obs_norm, observation))
         return parallel.pmean_batch_then_device(jnp.mean(dist.kl_from(behaviour)))
 
     def learn_from_steps(state, steps: RolloutStep) -> Tuple[Any, ActorCriticTransition, Metrics]:
         # The value of each step's true successor: one (T × envs) batched pass instead of T small ones.
-        next_values = critic_apply(state.params.critic, normalization.normalize(state.obs_norm, steps.next_observation))
+        next_values = networks.value(state.params, normalization.normalize(state.obs_norm, steps.next_observation))
         traj = transitions(steps, next_values)
-        advantages, targets = truncated_gae(
-            traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma, system.gae_lambda)
+        advantages, targets = rollout_targets(networks, state.params, state.obs_norm, traj)
         acting_obs_norm = state.obs_norm  # learn_from_rollout moves the statistics only after learning
         learn_minibatch = functools.partial(update_minibatch, objective_state=objective.state_of(state))
         state, train_metrics = rollout.learn_from_rollout(
             learn_minibatch, state, (traj, advantages, targets), traj.observation, system)
         if objective.adapt is not None:
-            state, adapt_metrics = objective.adapt(state, policy_shift(state.params.actor, acting_obs_norm, traj))
+            state, adapt_metrics = objective.adapt(state, policy_shift(state.params, acting_obs_norm, traj))
             train_metrics = {**train_metrics, **adapt_metrics}
         return state, traj, train_metrics
 
     return learn_from_steps
 
 
-def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
+def get_learner_fn(env: VmapWrapper, networks: PolicyAndValue, update_fns: ActorCriticUpdateFns,
                    config: DictConfig, budget: Budget, objective: ActorObjective, critic_loss: CriticLoss) -> Learner:
-    act = make_act(apply_fns)
-    learn_from_steps = make_learn_from_steps(apply_fns, update_fns, config.system, objective, critic_loss)
+    act = make_act(networks)
+    learn_from_steps = make_learn_from_steps(networks, update_fns, config.system, objective, critic_loss)
 
     def update_step(state) -> Tuple[Any, LearnerOutput]:
         state, steps = rollout.collect_rollout(env, act, state, config.system.rollout_length)
@@ -260,7 +287,8 @@ def actor_critic_optimizers(system: DictConfig, budget: Budget, params: ActorCri
 class ActorCriticSetup(NamedTuple):
     """An on-policy actor-critic's networks, optimisers and initial state, before its learner is built."""
 
-    apply_fns: ActorCriticApplyFns
+    apply_fns: ActorCriticApplyFns  # each network on its own params (AlphaZero's search reads them so)
+    networks: PolicyAndValue  # both read from the params pair (what the policy-gradient learner reads)
     update_fns: ActorCriticUpdateFns
     learner_state: Any
     eval_policy: EvalPolicy
@@ -284,11 +312,13 @@ def build_actor_critic(env: Environment, key: jax.Array, config: DictConfig, bud
     learner_state = rollout.initial_learner_state(state_type, env, env_key, step_key, system, budget,
                                                   params=networks.params, opt_states=networks.opt_states,
                                                   **extra_state)
-    return ActorCriticSetup(networks.apply_fns, networks.update_fns, learner_state, networks.eval_policy)
+    return ActorCriticSetup(networks.apply_fns, networks.networks, networks.update_fns, learner_state,
+                            networks.eval_policy)
 
 
 class ActorCriticNetworks(NamedTuple):
     apply_fns: ActorCriticApplyFns
+    networks: PolicyAndValue
     update_fns: ActorCriticUpdateFns
     params: ActorCriticParams
     opt_states: ActorCriticOptStates
@@ -298,13 +328,18 @@ class ActorCriticNetworks(NamedTuple):
 def actor_critic_networks(action_space: Any, observation: Any, actor_key: jax.Array, critic_key: jax.Array,
                           config: DictConfig, budget: Budget) -> ActorCriticNetworks:
     """The actor and critic for `action_space`, initialised on `observation` (a batch of 1), and their optimisers:
-    what Anakin's and Sebulba's learners of one system share."""
+    what Anakin's and Sebulba's learners of one system share. `network.shared_torso: True` puts the critic's head
+    on the actor's torso (networks/actor_critic.py)."""
+    shared = bool(config.network.get("shared_torso", False))
     actor = build_actor(config.network, action_space)
-    critic = build_critic(config.network)
+    critic = build_critic_on_actor_torso(config.network) if shared else build_critic(config.network)
     # jitted: an eager flax init dispatches one tiny XLA program per layer operation
-    params = ActorCriticParams(jitted_init(actor)(actor_key, observation), jitted_init(critic)(critic_key, observation))
+    critic_params = jitted_init(critic)(critic_key, observation)
+    params = ActorCriticParams(jitted_init(actor)(actor_key, observation),
+                               actor_critic.drop_torso(critic_params) if shared else critic_params)
+    networks = (actor_critic.shared_torso if shared else actor_critic.separate_networks)(actor.apply, critic.apply)
     opt_states, update_fns = actor_critic_optimizers(config.system, budget, params)
-    return ActorCriticNetworks(ActorCriticApplyFns(actor.apply, critic.apply), update_fns, params, opt_states,
+    return ActorCriticNetworks(ActorCriticApplyFns(actor.apply, critic.apply), networks, update_fns, params, opt_states,
                                actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)))
 
 
@@ -329,14 +364,14 @@ def sebulba_set_up(envs: Any, key: jax.Array, config: DictConfig, budget: Budget
     slots = parallel.replicate_over_slots((networks.params, networks.opt_states, obs_norm), n_learner_devices)
     learner_state = SebulbaLearnerState(params=slots[0], opt_states=slots[1], key=keys,
                                         obs_norm=slots[2])
-    learn_from_steps = make_learn_from_steps(networks.apply_fns, networks.update_fns, system, objective,
+    learn_from_steps = make_learn_from_steps(networks.networks, networks.update_fns, system, objective,
                                              critic_loss)
 
     def learn_step(state: Any, steps: RolloutStep) -> Tuple[Any, Metrics]:
         state, _, train_metrics = learn_from_steps(state, steps)
         return state, train_metrics
 
-    return SebulbaSetup(act=make_act(networks.apply_fns), learn_step=learn_step, learner_state=learner_state,
+    return SebulbaSetup(act=make_act(networks.networks), learn_step=learn_step, learner_state=learner_state,
                         actor_params=actor_params, eval_policy=networks.eval_policy, eval_params=eval_params)
 
 
@@ -346,7 +381,7 @@ def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
     """A system's `learner_setup`: separate actor and critic networks and optimisers, and the initial state
     (`state_type`, with the objective's own fields `objective_state` besides the on-policy ones)."""
     parts = build_actor_critic(env, key, config, budget, state_type, **objective_state)
-    learner_fn = get_learner_fn(VmapWrapper(env), parts.apply_fns, parts.update_fns, config, budget, objective,
+    learner_fn = get_learner_fn(VmapWrapper(env), parts.networks, parts.update_fns, config, budget, objective,
                                 critic_loss)
     return SystemSetup(learner_fn=learner_fn, learner_state=parts.learner_state, eval_policy=parts.eval_policy,
                        eval_params=eval_params)

@@ -71,12 +71,12 @@ def sequence_apply(apply_fns: ActorCriticApplyFns) -> policy_gradient.MinibatchA
             obs_norm, jax.tree_util.tree_map(_time_major, sequences.transitions.observation))
 
     def actor(params: Any, obs_norm: Any, sequences: Sequences):
-        _, dist = actor_apply(params, sequences.start_hidden[0], observations(obs_norm, sequences),
+        _, dist = actor_apply(params.actor, sequences.start_hidden[0], observations(obs_norm, sequences),
                               _time_major(sequences.reset))
         return dist
 
     def critic(params: Any, obs_norm: Any, sequences: Sequences) -> Array:
-        _, values = critic_apply(params, sequences.start_hidden[1], observations(obs_norm, sequences),
+        _, values = critic_apply(params.critic, sequences.start_hidden[1], observations(obs_norm, sequences),
                                  _time_major(sequences.reset))
         return values
 
