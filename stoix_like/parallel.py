@@ -482,6 +482,16 @@ def distribute_learn_step(learn_step: Callable, devices: Sequence[Any]) -> Calla
     return jax.pmap(jax.vmap(learn_step, axis_name=BATCH_AXIS), axis_name=DEVICE_AXIS, devices=list(devices))
 
 
+def place_as_learn_step_outputs(tree: Any, devices: Sequence[Any]) -> Any:
+    """`tree` (arrays with one leading entry per device) placed on `devices` exactly as `distribute_learn_step`'s
+    function places its outputs: sharded over a mesh whose one axis is named after its pmap axis. That function
+    compiles for the placement of its inputs: called first with host arrays and then with its own outputs, it would
+    compile twice (seconds under load, and Ctrl-C cannot cut a compile short)."""
+    sharding = jax.sharding.NamedSharding(jax.sharding.Mesh(np.asarray(list(devices)), (DEVICE_AXIS,)),
+                                          jax.sharding.PartitionSpec(DEVICE_AXIS))
+    return jax.device_put(tree, sharding)
+
+
 def replicate_over_slots(tree: Any, n_devices: int) -> Any:
     """A single pytree in every (learner device, batch of 1) slot, on the host: pmap places it."""
     return jax.tree_util.tree_map(lambda x: np.broadcast_to(np.asarray(x), (n_devices, 1) + np.shape(x)), tree)

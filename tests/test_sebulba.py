@@ -223,3 +223,29 @@ def test_ctrl_c_stops_every_thread_within_seconds(tmp_path):
     assert result["outcome"] == "interrupted"
     assert result["threads"] == ["MainThread"]
     assert result["interrupted_at"] - sent < 10
+
+
+def test_ctrl_c_is_a_request_the_learner_raises_at_its_next_wait():
+    """A KeyboardInterrupt raised where SIGINT lands can be lost (in a gc callback, Python prints it as "ignored"
+    and goes on): within a Sebulba run the handler only records it, and the learner raises it when it next waits."""
+    import queue
+    import signal
+
+    from stoix_like.sebulba.threads import Supervisor, stop_on_ctrl_c
+
+    default = signal.getsignal(signal.SIGINT)
+    supervisor = Supervisor(shutdown_timeout_seconds=1.0)
+    with pytest.raises(KeyboardInterrupt):
+        with stop_on_ctrl_c(supervisor):
+            signal.raise_signal(signal.SIGINT)  # the first press is recorded, not raised here
+            assert supervisor.interrupted and supervisor.stop.is_set()
+            with pytest.raises(KeyboardInterrupt):
+                supervisor.get(queue.Queue())  # the learner's next wait raises it
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGINT)  # a second press raises at once
+    assert signal.getsignal(signal.SIGINT) is default
+
+    calm = Supervisor(shutdown_timeout_seconds=1.0)
+    with stop_on_ctrl_c(calm):  # no press: the block neither raises nor leaves a handler behind
+        pass
+    assert not calm.interrupted and signal.getsignal(signal.SIGINT) is default

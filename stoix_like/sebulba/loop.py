@@ -31,7 +31,7 @@ from stoix_like.experiment import ABSOLUTE_METRIC_EPISODE_FACTOR, RunResult, run
 from stoix_like.logging import Logger
 from stoix_like.sebulba.actors import Rollout, VersionedParams, make_act_step, run_actor
 from stoix_like.sebulba.evaluation import Evaluate, make_cpu_evaluator
-from stoix_like.sebulba.threads import Supervisor
+from stoix_like.sebulba.threads import Supervisor, stop_on_ctrl_c
 from stoix_like.system_contract import SebulbaLearnerSetup, SebulbaSetup
 
 
@@ -120,8 +120,9 @@ def _run(config: DictConfig, sebulba_setup: SebulbaLearnerSetup, algorithm: str,
         logger.message(_describe(algorithm, config, budget, layout))
         learner_state, progress = _resume(checkpoints, setup, budget, eval_key, logger)
         evaluate = make_cpu_evaluator(eval_envs, setup.eval_policy)
-        return _learn(config, setup, layout, budget, checkpoints, logger, supervisor, actor_envs[:-1], evaluate,
-                      learner_state, progress, actor_key, wall_start)
+        with stop_on_ctrl_c(supervisor):  # from here threads run: Ctrl-C must reach all of them
+            return _learn(config, setup, layout, budget, checkpoints, logger, supervisor, actor_envs[:-1], evaluate,
+                          learner_state, progress, actor_key, wall_start)
     finally:
         stuck = supervisor.shutdown()  # after an error, Ctrl-C or the budget's end alike
         for envs in actor_envs:
@@ -151,6 +152,7 @@ def _learn(config: DictConfig, setup: SebulbaSetup, layout: Layout, budget: budg
     n_learners, rollout_length = len(layout.learner_devices), budget.rollout_length
     first_update = progress.evaluations_done * budget.updates_per_evaluation
     learn = parallel.distribute_learn_step(setup.learn_step, layout.learner_devices)
+    learner_state = parallel.place_as_learn_step_outputs(learner_state, layout.learner_devices)
     params = VersionedParams(sorted(set(layout.actor_devices), key=lambda device: device.id))
     params.publish(parallel.first_slot(setup.actor_params(learner_state)), first_update)
 

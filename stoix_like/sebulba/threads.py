@@ -4,13 +4,20 @@ Every thread is started through a `Supervisor`. A thread that raises records its
 signal; every blocking hand-off (a bounded queue's put or get) waits in short slices and gives up once the signal
 is set, so no thread can stay blocked on a peer that has gone. The main thread (the learner) re-raises the first
 error as soon as it next waits, and `shutdown` joins every thread with a timeout, naming any that did not end.
+
+Ctrl-C is caught as a request, not raised where it lands: Python's default handler raises KeyboardInterrupt in
+whatever Python code the main thread is running, and when that is a garbage-collection callback (jax registers
+one) the exception is printed as "ignored" and lost, so the run goes on. `stop_on_ctrl_c` records the request and
+sets the stop signal; the learner raises KeyboardInterrupt at its next wait. A second Ctrl-C raises at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import signal
 import threading
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 POLL_SECONDS = 0.05  # how often a blocked hand-off looks at the stop signal: shutdown's latency
 
@@ -26,6 +33,11 @@ class Supervisor:
         self._threads: List[threading.Thread] = []
         self._errors: List[Tuple[str, BaseException]] = []
         self._lock = threading.Lock()
+        self.interrupted = False  # Ctrl-C was pressed: the learner raises KeyboardInterrupt at its next wait
+
+    def interrupt(self) -> None:
+        self.interrupted = True
+        self.stop.set()
 
     def start(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
         def guarded() -> None:
@@ -50,7 +62,10 @@ class Supervisor:
             return self._errors[0] if self._errors else None
 
     def raise_if_failed(self) -> None:
-        """Re-raise the first thread's error in the caller's thread, saying which thread raised it."""
+        """Raise KeyboardInterrupt if Ctrl-C was pressed, else re-raise the first thread's error in the caller's
+        thread, saying which thread raised it."""
+        if self.interrupted:
+            raise KeyboardInterrupt
         failed = self.first_error
         if failed is not None:
             name, error = failed
@@ -84,3 +99,27 @@ class Supervisor:
         for thread in self._threads:
             thread.join(timeout=self._shutdown_timeout_seconds)
         return [thread.name for thread in self._threads if thread.is_alive()]
+
+
+@contextlib.contextmanager
+def stop_on_ctrl_c(supervisor: Supervisor) -> Iterator[None]:
+    """Within this block, Ctrl-C stops `supervisor`'s run (see the module's docstring); after it, if Ctrl-C was
+    pressed and nothing else was raised, KeyboardInterrupt is raised. Only the main thread can own a signal
+    handler: elsewhere the block changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_ctrl_c(signum: int, frame: Any) -> None:
+        if supervisor.interrupted:
+            raise KeyboardInterrupt  # the second press: the user will not wait for the threads
+        supervisor.interrupt()
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield
+    finally:
+        # None: the previous handler was not installed from Python and cannot be restored; use Python's default
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if supervisor.interrupted:
+        raise KeyboardInterrupt
