@@ -513,17 +513,17 @@ def categorical_l2_project(z_p: Array, probs: Array, z_q: Array) -> Array:
     num_target_atoms = z_q.shape[0]
     if num_target_atoms == 1:
         return jnp.sum(probs, axis=-1, keepdims=True)
-    gaps = z_q[1:] - z_q[:-1]
-    # Gap to the neighbour on each side of every target atom; the outer ends never see mass from outside
-    # (sources are clipped), so any positive filler works there.
-    gap_above = jnp.concatenate([gaps, gaps[-1:]])
-    gap_below = jnp.concatenate([gaps[:1], gaps])
-
-    z_p = jnp.clip(z_p, z_q[0], z_q[-1])[:, None, :]  # [B, 1, N]
-    offset = z_p - z_q[None, :, None]  # [B, M, N], source minus target
-    gap = jnp.where(offset >= 0.0, gap_above[None, :, None], gap_below[None, :, None])
-    weights = jnp.clip(1.0 - jnp.abs(offset) / gap, 0.0, 1.0)  # share of source atom n sent to target m
-    return jnp.sum(weights * probs[:, None, :], axis=-1)
+    # A source atom between target atoms l and l + 1 sends them (1 - f) and f of its mass, f its fractional
+    # distance from z_q[l]: the triangular kernel of the projection, nonzero only at the two bracketing atoms. So
+    # the projection is 2N scatter-adds per example, not a dense [N, M] weight matrix (which cost 3-4x the time on
+    # CPU at 21-51 atoms and dominated C51's learning step).
+    z_p = jnp.clip(z_p, z_q[0], z_q[-1])
+    lower = jnp.clip(jnp.searchsorted(z_q, z_p, side="right") - 1, 0, num_target_atoms - 2)
+    lower_atom, upper_atom = z_q[lower], z_q[lower + 1]
+    fraction = (z_p - lower_atom) / (upper_atom - lower_atom)
+    rows = jnp.arange(probs.shape[0])[:, None]
+    projected = jnp.zeros((probs.shape[0], num_target_atoms), probs.dtype)
+    return projected.at[rows, lower].add(probs * (1.0 - fraction)).at[rows, lower + 1].add(probs * fraction)
 
 
 def categorical_q_learning_loss(
