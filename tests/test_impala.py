@@ -157,7 +157,12 @@ def test_impala_defaults_are_sebulba_on_gymnasium_cartpole_and_valid():
     config = compose_config("impala")
     assert "actor_device_ids" in config.arch and config.env.suite == "gymnasium"
     assert not config_schema.problems(config)
-    assert not config_schema.problems(compose_config("impala", ["network=mlp_impala_shared"]))
+    shared = compose_config("impala", ["network=mlp_impala_shared"])
+    assert not config_schema.problems(shared)
+    # the shared torso brings its own loss weighting (config/tuned/impala/mlp_impala_shared.yaml); a user's wins
+    assert (shared.system.vf_coef, shared.system.max_grad_norm) == (0.01, 1.0)
+    assert (config.system.vf_coef, config.system.max_grad_norm) == (0.5, 0.5)
+    assert compose_config("impala", ["network=mlp_impala_shared", "system.vf_coef=0.2"]).system.vf_coef == 0.2
 
 
 # 2 evaluations × 8 updates × 16 steps × 4 envs = 1,024 steps, on small networks
