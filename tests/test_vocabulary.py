@@ -193,14 +193,15 @@ def _tuned_files():
 @pytest.mark.parametrize("path", _tuned_files(), ids=lambda p: str(p.relative_to(pathlib.Path(CONFIG_DIR) / "tuned")))
 def test_every_tuned_file_is_composed_on_its_task(path):
     """config/tuned/<algo>/<suite>/<task>.yaml names a real algorithm and env, and `env=<suite>/<task>` composes
-    exactly its values over the algorithm's defaults."""
-    algorithm, *env_parts = path.relative_to(pathlib.Path(CONFIG_DIR) / "tuned").with_suffix("").parts
-    env = "/".join(env_parts)
+    exactly its values over the algorithm's defaults; config/tuned/<algo>/network/<name>.yaml likewise for a
+    network variant and `network=<name>`."""
+    algorithm, *parts = path.relative_to(pathlib.Path(CONFIG_DIR) / "tuned").with_suffix("").parts
+    group, choice = ("network", parts[1]) if parts[0] == "network" else ("env", "/".join(parts))
     assert (pathlib.Path(CONFIG_DIR) / f"{algorithm}.yaml").exists(), f"no config/{algorithm}.yaml"
-    assert (pathlib.Path(CONFIG_DIR) / "env" / f"{env}.yaml").exists(), f"no config/env/{env}.yaml"
-    composed = compose_config(algorithm, [f"env={env}"])
+    assert (pathlib.Path(CONFIG_DIR) / group / f"{choice}.yaml").exists(), f"no config/{group}/{choice}.yaml"
+    composed = compose_config(algorithm, [f"{group}={choice}"])
     for key, value in config_schema.leaves(OmegaConf.load(path)):
-        assert OmegaConf.select(composed, key) == value, f"{key} is not {value} on {env}"
+        assert OmegaConf.select(composed, key) == value, f"{key} is not {value} with {group}={choice}"
 
 
 def test_tuned_defaults_follow_the_env_and_yield_to_the_command_line(tmp_path):
