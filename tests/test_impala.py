@@ -159,7 +159,7 @@ def test_impala_defaults_are_sebulba_on_gymnasium_cartpole_and_valid():
     assert not config_schema.problems(config)
     shared = compose_config("impala", ["network=mlp_impala_shared"])
     assert not config_schema.problems(shared)
-    # the shared torso brings its own loss weighting (config/tuned/impala/mlp_impala_shared.yaml); a user's wins
+    # the shared torso brings its own loss weighting (config/tuned/impala/network/mlp_impala_shared.yaml); a user's wins
     assert (shared.system.vf_coef, shared.system.max_grad_norm) == (0.01, 1.0)
     assert (config.system.vf_coef, config.system.max_grad_norm) == (0.5, 0.5)
     assert compose_config("impala", ["network=mlp_impala_shared", "system.vf_coef=0.2"]).system.vf_coef == 0.2
