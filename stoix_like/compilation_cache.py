@@ -10,27 +10,69 @@ Tracing and lowering a program again costs as much as loading it, so what is set
 once per process: `jit_once` keeps one jitted function per key (a network init per network configuration), and
 jax's own cache then serves every later call of the same shapes without tracing.
 
+Between runs: a command-line run (`python -m experiments.<algo>`) keeps every compiled program in a cache
+directory of the user's (`use_user_cache`, on by default, `arch.compilation_cache=False` turns it off), so the
+second run of a configuration loads its learner, evaluators and setup programs instead of compiling them. The
+directory is `$STOIX_LIKE_CACHE_DIR`, else `$XDG_CACHE_HOME/stoix_like/xla`, else `~/.cache/stoix_like/xla`,
+bounded to USER_CACHE_MAX_BYTES (jax evicts the least recently used programs).
+
 A cache the user configured (`JAX_COMPILATION_CACHE_DIR` or `jax.config`) is used as it is, for every program.
-Otherwise the cache is a private temporary directory of this process, removed when it exits, so no state outlives
-the run, and it is on only while a run sets up (`setup_programs_cached`): the learner and the evaluators are
-compiled afresh. They are compiled once per run anyway, and loading a large CPU executable back
-(`deserialize_executable`) crashed a test process once with a segmentation fault (jax 0.10.2, a CI run in which a
-second DQN population in one process loaded the first one's learner).
+Otherwise, in a run started in code (`experiment.train`, as the tests do), the cache is a private temporary
+directory of this process, removed when it exits, so no state outlives the run, and it is on only while a run sets
+up (`setup_programs_cached`): the learner and the evaluators are compiled afresh. They are compiled once per run
+anyway, and loading a large CPU executable back into the process that compiled it (`deserialize_executable`)
+crashed a test process once with a segmentation fault (jax 0.10.2, a CI run in which a second DQN population in
+one process loaded the first one's learner). A command-line run loads programs a previous process wrote.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import os
+import pathlib
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, Hashable, Iterator
+from typing import Any, Callable, Dict, Hashable, Iterator, Optional
 
 import jax
 from jax._src import compilation_cache as jax_compilation_cache  # reset_cache: no public equivalent in jax 0.10
 
 _private_directory: str | None = None
 _jitted_by_key: Dict[Hashable, Callable] = {}
+
+# The user cache's bound: PPO's CartPole run writes ~2 MB, a brax learner tens of MB, so this holds hundreds of
+# configurations before the least recently used ones go.
+USER_CACHE_MAX_BYTES = 2 * 1024**3
+
+
+def user_cache_directory() -> pathlib.Path:
+    """Where command-line runs keep compiled programs: `$STOIX_LIKE_CACHE_DIR`, else the XDG cache directory's
+    `stoix_like/xla`."""
+    if os.environ.get("STOIX_LIKE_CACHE_DIR"):
+        return pathlib.Path(os.environ["STOIX_LIKE_CACHE_DIR"]).expanduser()
+    xdg_cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(xdg_cache) / "stoix_like" / "xla"
+
+
+def use_user_cache(enabled: bool) -> Optional[str]:
+    """For a command-line run, before anything compiles: keep compiled programs between runs. Returns the
+    directory in use (the user's own if they configured one, whatever `enabled` says), or None when off.
+
+    Every program is cached, however fast it compiled: a run's many small programs (inits, resets, the
+    evaluators' pieces) add up to seconds on a CPU, and loading one is cheaper than compiling it.
+    """
+    configured = jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
+    if configured:
+        return str(configured)
+    if not enabled:
+        return None
+    directory = user_cache_directory()
+    directory.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    jax.config.update("jax_compilation_cache_max_size", USER_CACHE_MAX_BYTES)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    return str(directory)
 
 
 @contextlib.contextmanager

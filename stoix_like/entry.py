@@ -207,6 +207,7 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
     def hydra_main(config: DictConfig) -> float:
         try:
             config_schema.validate(config)
+            _keep_compiled_programs(config)
             return _resolve(run_experiment)(config)
         except ConfigError as error:
             print(f"error: {error}", file=sys.stderr)
@@ -220,6 +221,18 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
         return hydra_main()
 
     return main
+
+
+def _keep_compiled_programs(config: DictConfig) -> None:
+    """The user's persistent compilation cache (compilation_cache.use_user_cache), unless
+    `arch.compilation_cache=False`, and left off for a multi-process run, whose programs hold cross-process
+    collectives that this library has not checked load back correctly. Imported here: jax loads only once the
+    config has validated."""
+    from stoix_like import compilation_cache
+
+    arch = config.get("arch") or {}
+    several_processes = bool(arch.get("multihost")) or arch.get("coordinator_address") is not None
+    compilation_cache.use_user_cache(bool(arch.get("compilation_cache", True)) and not several_processes)
 
 
 def _refuse_bad_overrides(config_name: str, overrides: list[str]) -> None:

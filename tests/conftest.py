@@ -11,10 +11,13 @@ helpers and subprocess scripts.
 
 from __future__ import annotations
 
+import atexit
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 from typing import Dict, Optional, Sequence
 
 import pytest
@@ -23,6 +26,15 @@ from omegaconf import DictConfig
 from stoix_like import entry
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config) -> None:
+    """Command-line runs started by a test keep their compiled programs in a cache of this test process, never in
+    the user's (compilation_cache.user_cache_directory): a test neither reads what an earlier session left there
+    nor leaves anything behind."""
+    directory = tempfile.mkdtemp(prefix="stoix_like_test_xla_cache_")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    os.environ["STOIX_LIKE_CACHE_DIR"] = directory
 
 
 def compose_config(config_name: str, overrides: Sequence[str] = (),

@@ -153,3 +153,48 @@ def test_cfg_job_prints_the_composed_config(run_ppo, tmp_path):
     assert config["system"]["rollout_length"] > 0 and "actor_network" in config["network"]
     assert "hydra" not in config
     assert not (tmp_path / "outputs").exists()  # nothing ran
+
+
+
+def cached_programs(directory: pathlib.Path) -> set[str]:
+    """The compiled programs in a jax compilation cache directory (jax keeps an access-time file beside each)."""
+    return {path.name for path in directory.glob("*-cache")} if directory.exists() else set()
+
+
+def test_a_command_line_run_keeps_its_compiled_programs_for_the_next_one(tmp_path):
+    """The persistent compilation cache is on by default for command-line runs: the first run writes every program
+    it compiles, and a second identical run compiles nothing new (every program loads) and ends exactly as the
+    first."""
+    from conftest import run_python
+
+    def run(cache: pathlib.Path) -> str:
+        # no cache the user configured (it would take precedence): the default one, in `cache`
+        environment = {"STOIX_LIKE_CACHE_DIR": str(cache), "JAX_COMPILATION_CACHE_DIR": ""}
+        process = run_python(["-m", "experiments.ppo", *TINY_CARTPOLE], cwd=tmp_path, env=environment)
+        assert process.returncode == 0, process.stderr[-2000:]
+        return re.search(r"\| best eval return .*$", process.stdout, flags=re.MULTILINE).group(0)
+
+    cache = tmp_path / "cache"
+    first_returns = run(cache)
+    written = cached_programs(cache)
+    assert len(written) > 10, written  # the learner, the evaluators and the setup's small programs
+    assert run(cache) == first_returns  # the same programs: the same returns, to the last digit
+    assert cached_programs(cache) == written  # nothing compiled afresh: every program was loaded
+
+
+def test_the_compilation_cache_switch_leaves_jax_alone_when_off_and_defers_to_the_user_s(tmp_path):
+    """`arch.compilation_cache=False` configures no cache; a cache the user set is kept whatever the switch says."""
+    from conftest import run_python
+
+    script = ("import sys; from stoix_like import compilation_cache as c; import jax; "
+              "print(c.use_user_cache(sys.argv[1] == 'on'), jax.config.jax_compilation_cache_dir or None)")
+    default_directory = tmp_path / "default"
+    environment = {"STOIX_LIKE_CACHE_DIR": str(default_directory), "JAX_COMPILATION_CACHE_DIR": ""}
+    off = run_python(["-c", script, "off"], cwd=tmp_path, env=environment)
+    assert off.stdout.split() == ["None", "None"], off.stderr[-2000:]
+    assert not default_directory.exists()
+    on = run_python(["-c", script, "on"], cwd=tmp_path, env=environment)
+    assert on.stdout.split() == [str(default_directory)] * 2, on.stderr[-2000:]
+    users = str(tmp_path / "users")
+    kept = run_python(["-c", script, "off"], cwd=tmp_path, env={**environment, "JAX_COMPILATION_CACHE_DIR": users})
+    assert kept.stdout.split() == [users] * 2, kept.stderr[-2000:]
