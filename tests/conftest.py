@@ -171,6 +171,7 @@ EXPECTED_SECONDS = {
     "test_sac_runs_on_brax_ant": 80,  # brax compiled into an entry-point run
     "test_runs_on_brax_ant": 70,
     "test_ppo_runs_end_to_end": 60,
+    "test_a_command_line_run_keeps_its_compiled_programs_for_the_next_one": 40,  # two runs in subprocesses
     # Sebulba's subprocess runs
     "test_sebulba_ppo_runs_the_exact_budget_on_its_learner_device": 55,
     "test_ctrl_c_stops_every_thread_within_seconds": 30,
