@@ -498,6 +498,20 @@ class AZSchema(TreeSearchBlock, CriticLearningRate, ActorLearningRate, OnPolicyB
     gae_lambda: float = key(GAE_LAMBDA)
 
 
+@dataclass
+class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
+    lr: float = key(real("(0, inf)", "the MuZero network's (representation, dynamics and prediction) " + LEARNING_RATE))
+    unroll_steps: int = key(integer(POSITIVE_INT, "K: the steps the learnt model is unrolled from each replayed "
+                                                  "sequence's first state"))
+    value_coef: float = key(real("(0, inf)", "the weight of the value loss beside the policy's and the reward's"))
+    support_size: int = key(integer("[2, inf)", "atoms of the reward and value support, spread evenly over "
+                                                "[-support_max, support_max] in h-space"))
+    support_max: float = key(real("(0, inf)", "the support's top in h-space: it reaches returns up to h^-1(support_max)"
+                                              " (about its square)"))
+    max_abs_reward: float = key(real("(0, inf)", "the largest |reward| of one env step (CartPole: 1); the support "
+                                                 "must reach max_abs_reward / (1 - gamma), else the run is refused"))
+
+
 # system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is
 # the network's)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
@@ -509,7 +523,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "sac": SACSchema, "td3": TD3Schema, "ddpg": TD3Schema, "d4pg": D4PGSchema,
     "awr": AWRSchema,
     "mpo": MPOSchema, "vmpo": VMPOSchema,
-    "az": AZSchema,
+    "az": AZSchema, "mz": MZSchema,
 }
 
 
