@@ -500,16 +500,17 @@ class AZSchema(TreeSearchBlock, CriticLearningRate, ActorLearningRate, OnPolicyB
 
 @dataclass
 class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
-    lr: float = key(real("(0, inf)", "the MuZero network's (representation, dynamics and prediction) " + LEARNING_RATE))
-    unroll_steps: int = key(integer(POSITIVE_INT, "K: the steps the learnt model is unrolled from each replayed "
-                                                  "sequence's first state"))
+    """MuZero (config/system/mz.yaml): one network (representation, dynamics, prediction) trained on replayed
+    sequences unrolled K steps; rewards and values on a support in h-space."""
+
+    lr: float = key(real("(0, inf)", "the MuZero network's " + LEARNING_RATE))
+    unroll_steps: int = key(integer(POSITIVE_INT, "K: steps the learnt model unrolls from a sequence's first state"))
     value_coef: float = key(real("(0, inf)", "the weight of the value loss beside the policy's and the reward's"))
-    support_size: int = key(integer("[2, inf)", "atoms of the reward and value support, spread evenly over "
-                                                "[-support_max, support_max] in h-space"))
-    support_max: float = key(real("(0, inf)", "the support's top in h-space: it reaches returns up to h^-1(support_max)"
-                                              " (about its square)"))
-    max_abs_reward: float = key(real("(0, inf)", "the largest |reward| of one env step (CartPole: 1); the support "
-                                                 "must reach max_abs_reward / (1 - gamma), else the run is refused"))
+    support_size: int = key(integer("[2, inf)", "the support's atoms, even over [-support_max, support_max] (h-space)"))
+    support_max: float = key(real("(0, inf)", "the support's top in h-space; it reaches returns of about its square"))
+    max_abs_reward: float = key(real(
+        "(0, inf)", "the largest |reward| of one env step (CartPole: 1); a support short of max_abs_reward / (1 - "
+                    "gamma) is refused"))
 
 
 # system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is
@@ -523,7 +524,8 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "sac": SACSchema, "td3": TD3Schema, "ddpg": TD3Schema, "d4pg": D4PGSchema,
     "awr": AWRSchema,
     "mpo": MPOSchema, "vmpo": VMPOSchema,
-    "az": AZSchema, "mz": MZSchema,
+    "az": AZSchema,
+    "mz": MZSchema,
 }
 
 
