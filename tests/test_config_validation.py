@@ -365,7 +365,7 @@ BAD_INPUTS = [
     ("mz", ["system.unroll_steps=0"], "system.unroll_steps=0"),
     ("mz", ["env=gymnax/pendulum"], "Pendulum-v1 has continuous actions; mz searches over discrete ones"),
     # h⁻¹(5) ≈ 35 < 1 / (1 − 0.99): CartPole's returns would not fit the value support
-    ("mz", ["system.support_max=5"], "system.support_max=5.0 reaches returns of ±34.8"),
+    ("mz", ["system.support_max=5"], "system.support_max=5.0 reaches returns of ±34.6"),
     ("evaluate", EVALUATE + ["num_episodes=0"], "num_episodes=0"),
     ("evaluate", EVALUATE + ["params=worst"], "params=worst"),
     ("ppo", ["+arch.seed=3"], "Could not append to config. An item is already at 'arch.seed'"),  # Hydra's, one line

@@ -70,7 +70,7 @@ def test_the_learned_model_s_step_reads_reward_and_value_back_through_h_inverse(
 
 def test_the_network_s_latents_are_min_max_normalised():
     network = MuZeroNetwork(MLPTorso([8]), MLPTorso([8]), MLPTorso([8]), latent_size=6, num_actions=2,
-                            support_size=21)
+                            num_atoms=21)
     observation = Observation(agent_view=jnp.ones((5, 4)), action_mask=jnp.ones((5, 2), bool),
                               step_count=jnp.zeros((5,), jnp.int32))
     params = network.init(jax.random.PRNGKey(0), observation, jnp.zeros((5,), jnp.int32))
@@ -134,14 +134,14 @@ def test_a_truncation_bootstraps_from_its_successor_and_a_termination_does_not()
 
 def test_the_unrolled_loss_reads_its_n_step_targets_and_reaches_every_head():
     network = MuZeroNetwork(MLPTorso([8]), MLPTorso([8]), MLPTorso([8]), latent_size=4, num_actions=2,
-                            support_size=21)
+                            num_atoms=21)
     length, batch = 5, 2
     observation = Observation(agent_view=jax.random.normal(jax.random.PRNGKey(1), (length, batch, 3)),
                               action_mask=jnp.ones((length, batch, 2), bool),
                               step_count=jnp.zeros((length, batch), jnp.int32))
     params = network.init(jax.random.PRNGKey(0), jax.tree_util.tree_map(lambda x: x[0], observation),
                           jnp.zeros((batch,), jnp.int32))
-    system = OmegaConf.create({"unroll_steps": 2, "n_step": 2, "gamma": GAMMA, "value_coef": 0.25})
+    system = OmegaConf.create({"unroll_steps": 2, "n_step": 2, "gamma": GAMMA, "vf_coef": 0.25})
     loss_fn = muzero.sequence_loss(muzero.model_of(network), SUPPORT, system)
     searched = muzero.SearchedAction(action=jnp.zeros((length, batch), jnp.int32),
                                      search_policy=jnp.full((length, batch, 2), 0.5),
@@ -178,9 +178,9 @@ def test_continuous_actions_are_a_config_error(compose):
 
 
 def test_a_support_too_small_for_the_env_s_returns_is_refused(compose):
-    # h⁻¹(5) ≈ 34.8 < 1 / (1 − 0.99) = 100: CartPole's discounted returns would be clipped to the support
+    # h⁻¹(5) ≈ 34.6 < 1 / (1 − 0.99) = 100: CartPole's discounted returns would be clipped to the support
     config = compose("mz", ["system.support_max=5"])
-    with pytest.raises(ConfigError, match=r"system.support_max=5.0 reaches returns of ±34.8") as error:
+    with pytest.raises(ConfigError, match=r"system.support_max=5.0 reaches returns of ±34.6") as error:
         muzero.run_experiment(config)
     assert "\n" not in str(error.value)
     # the shipped support reaches h⁻¹(10) ≈ 120 > 100, and a smaller γ needs less
@@ -190,8 +190,9 @@ def test_a_support_too_small_for_the_env_s_returns_is_refused(compose):
 
 @pytest.mark.parametrize("override, named", [("system.num_simulations=0", "system.num_simulations=0"),
                                              ("system.unroll_steps=0", "system.unroll_steps=0"),
-                                             ("system.support_size=1", "system.support_size=1"),
-                                             ("network.latent_size=0", "network.latent_size=0")])
+                                             ("system.num_atoms=1", "system.num_atoms=1"),
+                                             ("network.representation_network.latent_size=0",
+                                              "network.representation_network.latent_size=0")])
 def test_bad_settings_are_refused_before_anything_compiles(compose, override, named):
     with pytest.raises(ConfigError, match=named):
         config_schema.validate(compose("mz", [override]))

@@ -34,15 +34,15 @@ class MuZeroNetwork(nn.Module):
     prediction_torso: nn.Module
     latent_size: int
     num_actions: int
-    support_size: int
+    num_atoms: int
 
     def setup(self) -> None:
         self.representation_out = nn.Dense(self.latent_size)
         self.dynamics_out = nn.Dense(self.latent_size)
-        self.reward_head = nn.Dense(self.support_size, kernel_init=nn.initializers.zeros)
+        self.reward_head = nn.Dense(self.num_atoms, kernel_init=nn.initializers.zeros)
         # a small policy init keeps the first prior near uniform, as the actor-critics' CategoricalHead does
         self.policy_head = nn.Dense(self.num_actions, kernel_init=nn.initializers.orthogonal(0.01))
-        self.value_head = nn.Dense(self.support_size, kernel_init=nn.initializers.zeros)
+        self.value_head = nn.Dense(self.num_atoms, kernel_init=nn.initializers.zeros)
 
     def represent(self, observation: Observation) -> jax.Array:
         return min_max_normalize(self.representation_out(self.representation_torso(observation.agent_view)))

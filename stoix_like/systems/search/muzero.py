@@ -89,9 +89,9 @@ class UnrollTargets(NamedTuple):
 
 
 def support_of(system: DictConfig) -> Array:
-    """`[support_size]` atoms spread evenly over [−support_max, support_max] in h-space."""
+    """`[num_atoms]` atoms spread evenly over [−support_max, support_max] in h-space."""
     top = float(system.support_max)
-    return jnp.linspace(-top, top, int(system.support_size), dtype=jnp.float32)
+    return jnp.linspace(-top, top, int(system.num_atoms), dtype=jnp.float32)
 
 
 def scalar_of(logits: Array, support: Array) -> Array:
@@ -239,7 +239,7 @@ def unroll(model: Model, params: Any, first_observation: Observation, actions: A
 def sequence_loss(model: Model, support: Array, system: DictConfig) -> Callable:
     """`loss(params, batch (L, B, ...)) -> (loss, metrics)` of a batch of replayed sequences."""
     k, n_step, gamma = int(system.unroll_steps), int(system.n_step), float(system.gamma)
-    value_coef = float(system.value_coef)
+    vf_coef = float(system.vf_coef)
 
     def network_value(params: Any, observation: Observation) -> Array:
         _, value_logits = model.predict(params, model.represent(params, observation))
@@ -262,7 +262,7 @@ def sequence_loss(model: Model, support: Array, system: DictConfig) -> Callable:
         value_loss = weighted(cross_entropy(two_hot_of(targets.value, support), value_logits), targets.value_weight)
         reward_loss = weighted(cross_entropy(two_hot_of(targets.reward, support), reward_logits),
                                targets.reward_weight)
-        total = policy_loss + value_coef * value_loss + reward_loss
+        total = policy_loss + vf_coef * value_loss + reward_loss
         return total, {"policy_loss": policy_loss, "value_loss": value_loss, "reward_loss": reward_loss,
                        "value_target": jnp.mean(targets.value[0])}
 
@@ -309,10 +309,10 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
                           f"over discrete ones (choose a discrete-action env, e.g. env=gymnax/cartpole).")
     check_support(system)
     support = support_of(system)
-    network = build_muzero_network(config.network, env.action_space, int(system.support_size))
+    network = build_muzero_network(config.network, env.action_space, int(system.num_atoms))
     init_key, key = jax.random.split(key)
     params = jitted_init(network)(init_key, example_observation(env), jnp.zeros((1,), jnp.int32))
-    optimizer = make_optimizer(system.lr, system.max_grad_norm,
+    optimizer = make_optimizer(system.model_lr, system.max_grad_norm,
                                budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
     model = model_of(network)
     return off_policy.learner_setup(
