@@ -118,11 +118,13 @@ def check_support(system: DictConfig) -> None:
 
 
 class Model(NamedTuple):
-    """The network's three parts as functions of its params, batched over any leading axes."""
+    """The network's three parts as functions of its params, batched over any leading axes:
+    represent(params, observation) -> latent; dynamics(params, latent, action) -> (next latent, reward logits);
+    predict(params, latent) -> (policy logits, value logits)."""
 
-    represent: Callable[[Any, Observation], Array]
-    dynamics: Callable[[Any, Array, Array], Tuple[Array, Array]]
-    predict: Callable[[Any, Array], Tuple[Array, Array]]
+    represent: Callable[..., Any]
+    dynamics: Callable[..., Any]
+    predict: Callable[..., Any]
 
 
 def model_of(network: MuZeroNetwork) -> Model:
