@@ -52,6 +52,8 @@ SPECS: Dict[str, Spec] = {
     "network.*.pre_torso.channels": int_list(POSITIVE_INT, "the convolutions' output channels, one per conv layer"),
     "network.*.pre_torso.kernel_sizes": int_list(POSITIVE_INT, "the convolutions' square kernel sizes"),
     "network.*.pre_torso.strides": int_list(POSITIVE_INT, "the convolutions' strides"),
+    "network.representation_network.latent_size": integer(
+        POSITIVE_INT, "MuZero's latent state width (its representation's and dynamics' output)"),
     "network.shared_torso": flag("one torso under the policy and value heads (the actor's); off: separate networks"),
     "network.*.recurrent_core.cell": choice(RECURRENT_CELLS, "the recurrent torso's cell"),
     "network.*.recurrent_core.hidden_size": integer(POSITIVE_INT, "the recurrent torso's hidden state size"),

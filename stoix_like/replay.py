@@ -32,7 +32,7 @@ class Transition(NamedTuple):
     """One stored env step. `next_observation` is the true successor (pre-reset), so truncation bootstraps."""
 
     observation: Observation
-    action: Array
+    action: Any  # an array of actions, or a system's pytree around them (MuZero's SearchedAction)
     reward: Array
     discount: Array  # 0 only where the episode terminated
     last: Array  # the episode ended here (terminated or truncated): an n-step sum stops

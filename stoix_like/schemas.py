@@ -334,6 +334,7 @@ class DualLearningRate:
 
 # PPO's GAE(λ) advantages and AWR's TD(λ) ones, G^λ − V(s), are one estimator: one λ, one name.
 GAE_LAMBDA = real("[0, 1]", "the lambda of GAE / TD(lambda) returns: 0 one-step TD, 1 Monte-Carlo")
+VF_COEF = real("(0, inf)", "the weight of the value loss: 0 would never train the critic")
 STANDARDIZE_ADVANTAGES = flag("standardise advantages over each minibatch (off-policy: each sampled batch)")
 
 
@@ -344,7 +345,7 @@ class PolicyGradientBlock:
 
     gae_lambda: float = key(GAE_LAMBDA)
     ent_coef: float = key(real("[0, inf)", "the weight of the entropy bonus"))
-    vf_coef: float = key(real("(0, inf)", "the weight of the value loss: 0 would never train the critic"))
+    vf_coef: float = key(VF_COEF)
     standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
 
 
@@ -501,6 +502,21 @@ class AZSchema(TreeSearchBlock, CriticLearningRate, ActorLearningRate, OnPolicyB
     gae_lambda: float = key(GAE_LAMBDA)
 
 
+@dataclass
+class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
+    """MuZero (config/system/mz.yaml): one network (representation, dynamics, prediction) trained on replayed
+    sequences unrolled K steps; rewards and values on a support in h-space."""
+
+    model_lr: float = key(real("(0, inf)", "the MuZero model's (representation, dynamics, prediction) " + LEARNING_RATE))
+    unroll_steps: int = key(integer(POSITIVE_INT, "K: steps the learnt model unrolls from a sequence's first state"))
+    vf_coef: float = key(VF_COEF)
+    num_atoms: int = key(integer("[2, inf)", "the support's atoms, even over [-support_max, support_max] (h-space)"))
+    support_max: float = key(real("(0, inf)", "the support's top in h-space; it reaches returns of about its square"))
+    max_abs_reward: float = key(real(
+        "(0, inf)", "the largest |reward| of one env step (CartPole: 1); a support short of max_abs_reward / (1 - "
+                    "gamma) is refused"))
+
+
 # system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is
 # the network's)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
@@ -513,6 +529,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "awr": AWRSchema,
     "mpo": MPOSchema, "vmpo": VMPOSchema,
     "az": AZSchema,
+    "mz": MZSchema,
 }
 
 

@@ -361,6 +361,11 @@ BAD_INPUTS = [
     ("vmpo", ["system.top_k_fraction=1.5"], "system.top_k_fraction=1.5"),
     ("az", ["system.num_simulations=0"], "system.num_simulations=0"),
     ("az", ["system.search_policy=alphago"], "system.search_policy=alphago"),
+    ("mz", ["system.num_simulations=0"], "system.num_simulations=0"),
+    ("mz", ["system.unroll_steps=0"], "system.unroll_steps=0"),
+    ("mz", ["env=gymnax/pendulum"], "Pendulum-v1 has continuous actions; mz searches over discrete ones"),
+    # h⁻¹(5) ≈ 35 < 1 / (1 − 0.99): CartPole's returns would not fit the value support
+    ("mz", ["system.support_max=5"], "system.support_max=5.0 reaches returns of ±34.6"),
     ("evaluate", EVALUATE + ["num_episodes=0"], "num_episodes=0"),
     ("evaluate", EVALUATE + ["params=worst"], "params=worst"),
     ("ppo", ["+arch.seed=3"], "Could not append to config. An item is already at 'arch.seed'"),  # Hydra's, one line

@@ -45,7 +45,9 @@ EVERY_SYSTEM = ("rollout", "optimizer", "discount", "observation normalization")
 # Learning rates are named after the network they train (a Q-function is a q_network everywhere).
 LEARNING_RATES = {"actor_lr": "actor_network", "critic_lr": "critic_network", "q_lr": "q_network",
                   "alpha_lr": None,  # SAC's entropy temperature is a parameter, not a network
-                  "dual_lr": None}  # nor are MPO's and V-MPO's temperature and KL multipliers
+                  "dual_lr": None,  # nor are MPO's and V-MPO's temperature and KL multipliers
+                  # MuZero's model is three networks trained as one
+                  "model_lr": ("representation_network", "dynamics_network", "prediction_network")}
 # Keys of one system or a few, outside any block.
 OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regularization_weight", "num_critics",
             "init_alpha", "reward_scale", "q_lambda", "gae_lambda", "clip_eps", "ent_coef", "vf_coef",
@@ -53,7 +55,8 @@ OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regulari
             "num_sampled_actions", "top_k_fraction",
             "kl_target", "init_kl_coef", "drift_alpha", "drift_beta",
             "burn_in", "priority_max_weight", "epsilon_actor_exponent",  # R2D2's
-            "rho_clip", "c_clip"}  # IMPALA's V-trace
+            "rho_clip", "c_clip",  # IMPALA's V-trace
+            "unroll_steps", "num_atoms", "support_max", "max_abs_reward"}  # MuZero's
 VOCABULARY = set().union(*BLOCKS.values(), LEARNING_RATES, OWN_KEYS)
 BRITISH = re.compile(r"(prioritis|regularis|normalis|standardis|optimis|parameteris)")
 
@@ -96,10 +99,12 @@ def test_learning_rates_are_named_after_the_network_they_train(configs):
         assert rates, name
         for rate in rates:
             assert rate in LEARNING_RATES, (name, rate)
-            network = LEARNING_RATES[rate]
-            assert network is None or network in config.network, f"{name}: {rate} but no network.{network}"
+            trained = LEARNING_RATES[rate]
+            for network in (trained,) if isinstance(trained, str) else trained or ():
+                assert network in config.network, f"{name}: {rate} but no network.{network}"
         for network in config.network:
-            trained_by = [rate for rate, trains in LEARNING_RATES.items() if trains == network]
+            trained_by = [rate for rate, trains in LEARNING_RATES.items()
+                          if trains == network or (isinstance(trains, tuple) and network in trains)]
             assert set(trained_by) & set(rates), f"{name}: network.{network} has no learning rate"
 
 

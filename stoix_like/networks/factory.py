@@ -14,6 +14,7 @@ from stoix_like.networks.base import (
     FeedForwardQNetwork,
     FeedForwardStateActionCritic,
 )
+from stoix_like.networks.muzero import MuZeroNetwork
 from stoix_like.networks.recurrent import RecurrentActor, RecurrentCritic, RecurrentQNetwork
 
 
@@ -101,3 +102,17 @@ def build_action_value_network(network_config: DictConfig, action_space: ActionS
     if isinstance(action_space, DiscreteActionSpace):
         return FeedForwardQNetwork(torso=torso, q_head=head)
     return FeedForwardStateActionCritic(torso=torso, critic_head=head)
+
+
+def build_muzero_network(network_config: DictConfig, action_space: DiscreteActionSpace, num_atoms: int
+                         ) -> MuZeroNetwork:
+    """MuZero's model: `representation_network`, `dynamics_network` and `prediction_network` torsos around a latent
+    of `representation_network.latent_size` features (the dynamics' output too); rewards and values on `num_atoms` atoms (the system's support)."""
+    return MuZeroNetwork(
+        representation_torso=instantiate(network_config.representation_network.pre_torso),
+        dynamics_torso=instantiate(network_config.dynamics_network.pre_torso),
+        prediction_torso=instantiate(network_config.prediction_network.pre_torso),
+        latent_size=int(network_config.representation_network.latent_size),
+        num_actions=action_space.num_actions,
+        num_atoms=num_atoms,
+    )

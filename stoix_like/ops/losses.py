@@ -305,10 +305,16 @@ def policy_distillation_loss(target_probs: Array, logits: Array) -> Array:
       scalar loss; it exceeds the loss of a policy equal to the target by E_b[KL(target ‖ pi)].
     """
     chex.assert_rank([target_probs, logits], 2)
+    return jnp.mean(cross_entropy(target_probs, logits))
+
+
+def cross_entropy(target_probs: Array, logits: Array) -> Array:
+    """`[..., K]` -> `[...]`: -sum_k p(k) log softmax(logits)_k, the target not differentiated. A policy's loss
+    against a search's weights, or a categorical head's against a two-hot target (MuZero's rewards and values)."""
     chex.assert_equal_shape([target_probs, logits])
     chex.assert_type([target_probs, logits], float)
-    log_pi = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.mean(jnp.sum(jax.lax.stop_gradient(target_probs) * log_pi, axis=-1))
+    log_probs = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.sum(jax.lax.stop_gradient(target_probs) * log_probs, axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ state its first step was acted from (R2D2). A feed-forward `ActFn` is the same w
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Protocol, Tuple, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Protocol, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +30,8 @@ from stoix_like.networks.recurrent import opens_episode
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.types import Observation, OffPolicyLearnerState
 
-# act(params, normalised observation [num_envs, ...], key, global_env_steps) -> (stored_action, env_action)
+# act(params, normalised observation [num_envs, ...], key, global_env_steps) -> (stored_action, env_action); the
+# stored action is any pytree with a leading [num_envs] axis (MuZero's carries its search's policy and value)
 ActFn = Callable[[Any, Observation, jax.Array, jax.Array], Tuple[jax.Array, jax.Array]]
 
 
@@ -73,18 +74,22 @@ class LearnFromBatch(Protocol):
                  update_count: jax.Array, /) -> BatchUpdate: ...
 
 
-RolloutFn = Callable[[OffPolicyLearnerState, int], Tuple[OffPolicyLearnerState, Dict[str, jax.Array]]]
+RolloutFn = Callable[[OffPolicyLearnerState, int],
+                     Tuple[OffPolicyLearnerState, Dict[str, jax.Array], replay.Transition]]
+# acting_metrics(the rollout just acted, time-major (T, num_envs, ...)) -> scalars logged beside the train metrics
+ActingMetrics = Callable[[replay.Transition], Dict[str, jax.Array]]
 
 
 def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], config: DictConfig,
                  budget: Budget) -> RolloutFn:
     """`rollout(state, length)`: act `length` steps into the buffer, then move the observation statistics;
-    returns the state and the steps' episode metrics."""
+    returns the state, the steps' episode metrics and the steps themselves."""
     system = config.system
     slots = budget.n_devices * budget.update_batch_size
     acting = _recurrent(act)
 
-    def rollout(state: OffPolicyLearnerState, length: int) -> Tuple[OffPolicyLearnerState, Dict[str, jax.Array]]:
+    def rollout(state: OffPolicyLearnerState, length: int
+                ) -> Tuple[OffPolicyLearnerState, Dict[str, jax.Array], replay.Transition]:
         def env_step(state: OffPolicyLearnerState, _: None):
             key, act_key = jax.random.split(state.key)
             observation = state.timestep.observation
@@ -110,14 +115,16 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActin
         obs_norm = state.obs_norm
         if system.normalize_observations:
             obs_norm = normalization.update(obs_norm, traj.observation.agent_view)
-        return state._replace(buffer_state=buffer_state, obs_norm=obs_norm), episode_metrics
+        return state._replace(buffer_state=buffer_state, obs_norm=obs_norm), episode_metrics, traj
 
     return rollout
 
 
 def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch,
-                   config: DictConfig, budget: Budget, batches: replay.BatchView, prioritized: bool = False) -> Learner:
-    """The learner, per device (vmapped over the update batch)."""
+                   config: DictConfig, budget: Budget, batches: replay.BatchView, prioritized: bool = False,
+                   acting_metrics: Optional[ActingMetrics] = None) -> Learner:
+    """The learner, per device (vmapped over the update batch). `acting_metrics`, if given, reports on each
+    rollout (what a search-based actor logs of its searches)."""
     system = config.system
     rollout = make_rollout(env, buffer, act, config, budget)
 
@@ -144,9 +151,11 @@ def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentAct
         return state, update.metrics
 
     def update_step(state: OffPolicyLearnerState) -> Tuple[OffPolicyLearnerState, LearnerOutput]:
-        state, episode_metrics = rollout(state, budget.rollout_length)
+        state, episode_metrics, acted = rollout(state, budget.rollout_length)
         state, metrics = jax.lax.scan(learn_step, state, None, length=int(system.gradient_steps_per_update))
         train_metrics = jax.tree_util.tree_map(jnp.mean, metrics)
+        if acting_metrics is not None:
+            train_metrics = {**train_metrics, **acting_metrics(acted)}
         return state, LearnerOutput(episode_metrics=episode_metrics, train_metrics=train_metrics)
 
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
@@ -158,7 +167,7 @@ def get_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActi
     rollout = make_rollout(env, buffer, act, config, budget)
 
     def warmup_step(state: OffPolicyLearnerState) -> Tuple[OffPolicyLearnerState, Tuple[()]]:
-        state, _ = rollout(state, budget.warmup_rollout_length)
+        state, _, _ = rollout(state, budget.warmup_rollout_length)
         return state, ()
 
     return parallel.scan_updates(warmup_step, 1)
@@ -167,7 +176,7 @@ def get_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActi
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Any, opt_states: Any,
                   act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch, batches: replay.BatchView,
                   eval_policy: EvalPolicy, eval_params: Callable[[OffPolicyLearnerState], Any],
-                  prioritized: bool = False
+                  prioritized: bool = False, acting_metrics: Optional[ActingMetrics] = None
                   ) -> SystemSetup:
     """Everything but the algorithm: buffer, env states, replication, warm-up. `batches` says what the learner's
     batches are (`replay.n_step_batches(system)` or `replay.sequence_batches(system)`); `act` is a feed-forward
@@ -190,7 +199,8 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
             params, jax.tree_util.tree_map(lambda x: x[None], example.observation), jnp.ones((1,), bool),
             acting.initial_memory(1), jax.random.PRNGKey(0), jnp.zeros((), jnp.int32))
         return replay.Transition(
-            observation=example.observation, action=example_action[0], reward=example.reward,
+            observation=example.observation, action=jax.tree_util.tree_map(lambda x: x[0], example_action),
+            reward=example.reward,
             discount=example.discount, last=example.last(), next_observation=example.observation,
             memory=jax.tree_util.tree_map(lambda x: x[0], memory))
 
@@ -211,7 +221,8 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     if budget.warmup_rollout_length:
         warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
         learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
-    learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, batches, prioritized)
+    learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, batches, prioritized,
+                                acting_metrics)
     return SystemSetup(learner_fn=learner_fn, learner_state=learner_state, eval_policy=eval_policy,
                        eval_params=eval_params)
 

@@ -62,16 +62,13 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
         return state, output.action, output.action, recorded
 
     def value_targets(state: OnPolicyLearnerState, steps) -> Array:
-        """λ-returns bootstrapped from the search's value of each next row where the episode goes on, and from
-        the value network at the true successor where it ended (a truncation's bootstrap; a termination's is
-        discounted away) and after the last row (one more search there would compile a second search into the
-        learner, and with λ near 1 that one bootstrap weighs little)."""
+        """λ-returns bootstrapped as `mcts.bootstrap_values` says (with λ near 1 the value network's bootstrap
+        after the last row weighs little)."""
         successor_values = value_of((state.params, state.obs_norm), steps.next_observation)
-        next_search_values = jnp.concatenate([steps.policy_extras["search_value"][1:], successor_values[-1:]])
         return lambda_returns(
             rewards=steps.reward,
             discounts=system.gamma * steps.discount,  # 0 only on termination: truncations still bootstrap
-            next_values=jnp.where(steps.done, successor_values, next_search_values),
+            next_values=mcts.bootstrap_values(steps.policy_extras["search_value"], successor_values, steps.done),
             continuations=1.0 - steps.done.astype(steps.reward.dtype),
             lam=system.gae_lambda,
         )

@@ -7,9 +7,10 @@
     actions (`Observation.action_mask`) excluded at the root and at every interior node.
   * `search_statistics`: what is logged of every search (visit entropy, search value minus network value,
     tree depth).
+  * `bootstrap_values`: what each step's value target bootstraps from, truncation-correct.
 
-A learned model (MuZero) will supply its own `recurrent_fn` and embedding; the root, the policy choice, the
-masking and the statistics stay as they are.
+A learned model (MuZero, search/muzero.py) supplies its own `recurrent_fn` and embedding; the policy choice, the
+masking, the statistics and the bootstraps are these.
 """
 
 from __future__ import annotations
@@ -152,4 +153,18 @@ def search_statistics(output: mctx.PolicyOutput, network_value: Array) -> Dict[s
 def search_value(output: mctx.PolicyOutput) -> Array:
     """`[B]` the root's value after the search: the network's value averaged with every simulation's return."""
     return output.search_tree.summary().value
+
+
+def bootstrap_values(search_values: Array, successor_values: Array, done: Array) -> Array:
+    """`[T, B]` the value each step's return bootstraps from: the search's value of the next row where the
+    episode goes on, and the network's value at the true successor (`next_observation`) where it ended and after
+    the last row. At a truncation that is the right bootstrap; at a termination the env's zero discount drops it.
+    (After the last row, one more search would compile a second search into the learner for one bootstrap.)
+
+    All three `[T, B]`: the search values acted with, the network's values of each step's true successor, and
+    whether the episode ended at each step (terminated or truncated).
+    """
+    chex.assert_equal_shape([search_values, successor_values, done])
+    next_search_values = jnp.concatenate([search_values[1:], successor_values[-1:]])
+    return jnp.where(done, successor_values, next_search_values)
 

@@ -1,0 +1,333 @@
+"""MuZero (Schrittwieser et al., 2020) for single-agent JAX envs: a tree search whose model is learnt.
+
+The network (networks/muzero.py) has three parts: representation (observation -> latent), dynamics (latent,
+action -> next latent, reward) and prediction (latent -> policy, value); rewards and values live on a categorical
+support in h-space (ops/value_support.py: trained on two-hot targets of h(x), read back as h⁻¹ of the expectation).
+
+One update, on the off-policy skeleton (systems/off_policy.py):
+  * **Acting.** Each env step is a search (mctx, `system.search_policy`, batched over the envs, inside the
+    compiled learner) from the representation of the observation, expanding nodes with the learnt dynamics. Only
+    the root knows which actions are legal (the observation's mask); interior nodes allow every action. The step is
+    stored with the search's action weights and root value (`SearchedAction`).
+  * **Replay.** Overlapping sequences of `unroll_steps + n_step + 1` stored steps, uniformly sampled from a
+    flashbax trajectory buffer (as R2D2 replays sequences).
+  * **Targets.** n-step returns from each step, bootstrapped as AlphaZero's are (`mcts.bootstrap_values`): the
+    stored search value of the next step while the episode goes on, the network's value at the true successor where
+    it ended (a truncation bootstraps, a termination's zero discount drops it). Along the K-step unroll
+    (`unroll_targets`), a position past a termination is absorbing: its value and reward targets are 0 and its
+    policy is not trained. Past a truncation the episode went on outside the sequence, so nothing is known there
+    and nothing is trained.
+  * **Loss.** Cross-entropy of the policy against the search's weights, and of the reward and value heads against
+    two-hot targets, summed over the unroll; the dynamics' latent gradient is halved at every step (the paper's
+    appendix G), so the unroll's gradient does not grow with K.
+  * **Evaluation.** The prediction network's policy at the representation of the observation (the evaluator gives
+    observations only); greedy with `arch.evaluation_greedy`.
+
+Reanalyse (recomputing stale targets with fresh searches) is not built: targets are the searches acted with.
+Continuous actions are refused, and so is a value support too small for the env's returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, NamedTuple, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+import optax
+from omegaconf import DictConfig
+
+from stoix_like import experiment, parallel, replay
+from stoix_like.budget import Budget
+from stoix_like.compilation_cache import jitted_init
+from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
+from stoix_like.errors import ConfigError
+from stoix_like.evaluator import actor_policy
+from stoix_like.networks.distributions import MaskedCategorical
+from stoix_like.networks.factory import build_muzero_network
+from stoix_like.networks.muzero import MuZeroNetwork
+from stoix_like.ops.losses import cross_entropy
+from stoix_like.ops.masking import mask_illegal
+from stoix_like.ops.returns import n_step_returns
+from stoix_like.ops.value_support import (inverse_value_transform, scalar_to_two_hot, two_hot_to_scalar,
+                                          value_transform)
+from stoix_like.optim import make_optimizer
+from stoix_like.system_contract import SystemSetup
+from stoix_like.systems import off_policy
+from stoix_like.systems.search import mcts
+from stoix_like.types import Array, Observation
+
+SEARCH_STATISTICS = ("visit_entropy", "search_value_minus_network_value", "tree_depth")
+
+
+class SearchedAction(NamedTuple):
+    """What MuZero stores of each step it acts: the action and what its search said."""
+
+    action: Array  # [...] int32: the action taken
+    search_policy: Array  # [..., A] the search's action weights, the policy target
+    search_value: Array  # [...] the root's value after the search, the value targets' bootstrap
+    statistics: Dict[str, Array]  # SEARCH_STATISTICS, [...] each: logged, never learnt from
+
+
+class LatentEmbedding(NamedTuple):
+    """A node of the learnt model's search: its latent, and which actions it allows (mcts.run_search reads it)."""
+
+    latent: Array  # [D]
+    action_mask: Array  # [A] bool: the observation's at the root, all legal below it
+
+
+class UnrollTargets(NamedTuple):
+    """The targets of a K-step unroll, time-major, and the weight of each term (1: trained, 0: not)."""
+
+    value: Array  # [K + 1, B]
+    value_weight: Array  # [K + 1, B]
+    reward: Array  # [K, B]: the reward of step k, predicted by the dynamics from position k
+    reward_weight: Array  # [K, B]
+    policy: Array  # [K + 1, B, A]
+    policy_weight: Array  # [K + 1, B]
+
+
+def support_of(system: DictConfig) -> Array:
+    """`[num_atoms]` atoms spread evenly over [−support_max, support_max] in h-space."""
+    top = float(system.support_max)
+    return jnp.linspace(-top, top, int(system.num_atoms), dtype=jnp.float32)
+
+
+def scalar_of(logits: Array, support: Array) -> Array:
+    """`[..., K]` logits on the h-space support -> `[...]` the scalar they stand for, h⁻¹ of the expectation."""
+    return inverse_value_transform(two_hot_to_scalar(jax.nn.softmax(logits, axis=-1), support))
+
+
+def two_hot_of(scalars: Array, support: Array) -> Array:
+    """`[...]` scalars -> `[..., K]` the two-hot distribution of h(scalar) on the support: a categorical target."""
+    return scalar_to_two_hot(value_transform(scalars), support)
+
+
+def check_support(system: DictConfig) -> None:
+    """Refuses a support whose top, mapped back by h⁻¹, is below the largest discounted return the env can give,
+    max_abs_reward / (1 − γ): targets beyond it would be clipped, and every value near it underestimated."""
+    reach = float(inverse_value_transform(jnp.asarray(float(system.support_max))))
+    largest_return = float(system.max_abs_reward) / (1.0 - float(system.gamma)) if system.gamma < 1 else float("inf")
+    if reach < largest_return:
+        raise ConfigError(
+            f"system.support_max={system.support_max} reaches returns of ±{reach:.1f} (h⁻¹ of the support's top), "
+            f"below system.max_abs_reward / (1 − system.gamma) = {system.max_abs_reward} / (1 − {system.gamma}) = "
+            f"{largest_return:.1f}, the largest discounted return the env can give; raise system.support_max (a "
+            f"support's top reaches h⁻¹(top) ≈ top²), or set system.max_abs_reward to the env's true reward bound.")
+
+
+class Model(NamedTuple):
+    """The network's three parts as functions of its params, batched over any leading axes:
+    represent(params, observation) -> latent; dynamics(params, latent, action) -> (next latent, reward logits);
+    predict(params, latent) -> (policy logits, value logits)."""
+
+    represent: Callable[..., Any]
+    dynamics: Callable[..., Any]
+    predict: Callable[..., Any]
+
+
+def model_of(network: MuZeroNetwork) -> Model:
+    return Model(
+        represent=lambda params, observation: network.apply(params, observation, method=MuZeroNetwork.represent),
+        dynamics=lambda params, latent, action: network.apply(params, latent, action, method=MuZeroNetwork.dynamics),
+        predict=lambda params, latent: network.apply(params, latent, method=MuZeroNetwork.predict),
+    )
+
+
+def learned_model(model: Model, support: Array, gamma: float) -> Callable:
+    """mctx's `recurrent_fn(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)`: one step of the
+    learnt dynamics, the prediction at the latent it reaches. The model does not predict episode ends (past one,
+    training made it absorbing: zero reward and value), so every node's discount is γ; it knows no action masks, so
+    every action is legal below the root."""
+
+    def recurrent_fn(params: Any, key: jax.Array, action: Array, embedding: LatentEmbedding
+                     ) -> Tuple[mctx.RecurrentFnOutput, LatentEmbedding]:
+        del key  # the model is deterministic
+        latent, reward_logits = model.dynamics(params, embedding.latent, action)
+        policy_logits, value_logits = model.predict(params, latent)
+        reward = scalar_of(reward_logits, support)
+        output = mctx.RecurrentFnOutput(reward=reward, discount=jnp.full_like(reward, gamma),
+                                        prior_logits=policy_logits, value=scalar_of(value_logits, support))
+        return output, LatentEmbedding(latent, jnp.ones_like(embedding.action_mask))
+
+    return recurrent_fn
+
+
+def make_act(model: Model, support: Array, system: DictConfig) -> off_policy.ActFn:
+    """A search from each observation's latent; the action the search chose, stored with what it said."""
+    recurrent_fn = learned_model(model, support, float(system.gamma))
+
+    def act(params: Any, observation: Observation, key: jax.Array, global_env_steps: jax.Array):
+        del global_env_steps  # the search explores by itself: no schedule
+        latent = model.represent(params, observation)
+        logits, value_logits = model.predict(params, latent)
+        mask = observation.action_mask
+        root = mctx.RootFnOutput(prior_logits=mask_illegal(logits, mask), value=scalar_of(value_logits, support),
+                                 embedding=LatentEmbedding(latent, mask))
+        output = mcts.run_search(str(system.search_policy), params, key, root, recurrent_fn,
+                                 int(system.num_simulations), system.max_depth)
+        stored = SearchedAction(action=output.action, search_policy=output.action_weights,
+                                search_value=mcts.search_value(output),
+                                statistics=mcts.search_statistics(output, root.value))
+        return stored, output.action
+
+    return act
+
+
+def acting_metrics(acted: replay.Transition) -> Dict[str, Array]:
+    """The rollout's searches, averaged (the statistics AlphaZero logs)."""
+    return {name: jnp.mean(value) for name, value in acted.action.statistics.items()}
+
+
+def unroll_targets(returns: Array, rewards: Array, discounts: Array, last: Array, search_policies: Array,
+                   unroll_steps: int) -> UnrollTargets:
+    """The targets of a K-step unroll from the first step of each sequence.
+
+    Args (time-major, at least K + 1 rows; rows past K are not read):
+      returns: `[T, B]` each step's value target (n-step returns).
+      rewards, discounts, last: `[T, B]` each step's reward, env discount (0 on termination) and episode end.
+      search_policies: `[T, B, A]` the search's action weights at each step.
+      unroll_steps: K.
+
+    Position k (0..K) is the state after the first k actions. It lies in the sequence's first episode if no step
+    before it ended one. Past a termination the state is absorbing: value and reward targets 0, trained, and its
+    policy is not trained (no action there matters). Past a truncation the episode went on outside the sequence:
+    nothing is known, so nothing is trained. The reward of step k is trained where position k is.
+    """
+    chex.assert_rank([returns, rewards, discounts, last], 2)
+    chex.assert_rank(search_policies, 3)
+    k = unroll_steps
+    last = last[:k].astype(bool)
+    ended_before = jnp.concatenate([jnp.zeros_like(last[:1]), jnp.cumsum(last, axis=0) > 0])  # [K + 1, B]
+    # the first episode end in the sequence, where it is a termination
+    terminated_first = last & (discounts[:k] == 0) & ~ended_before[:k]
+    past_termination = jnp.concatenate([jnp.zeros_like(last[:1]), jnp.cumsum(terminated_first, axis=0) > 0])
+    in_episode = ~ended_before
+    trained = (in_episode | past_termination).astype(returns.dtype)
+    return UnrollTargets(
+        value=jnp.where(in_episode, returns[:k + 1], 0.0),
+        value_weight=trained,
+        reward=jnp.where(in_episode[:k], rewards[:k], 0.0),
+        reward_weight=trained[:k],
+        policy=search_policies[:k + 1],
+        policy_weight=in_episode.astype(returns.dtype),
+    )
+
+
+def scale_gradient(x: Array, scale: float) -> Array:
+    """x in the forward pass; its gradient multiplied by `scale` in the backward one."""
+    return x * scale + jax.lax.stop_gradient(x) * (1.0 - scale)
+
+
+def unroll(model: Model, params: Any, first_observation: Observation, actions: Array
+           ) -> Tuple[Array, Array, Array]:
+    """The model unrolled along `actions` `[K, B]` from the representation of `first_observation` `[B, ...]`:
+    policy logits `[K + 1, B, A]`, value logits `[K + 1, B, S]` at every position, and reward logits `[K, B, S]`
+    of every step."""
+
+    def imagine_step(latent: Array, action: Array):
+        policy_logits, value_logits = model.predict(params, latent)
+        next_latent, reward_logits = model.dynamics(params, latent, action)
+        return scale_gradient(next_latent, 0.5), (policy_logits, value_logits, reward_logits)
+
+    last_latent, (policy_logits, value_logits, reward_logits) = jax.lax.scan(
+        imagine_step, model.represent(params, first_observation), actions)
+    final_policy_logits, final_value_logits = model.predict(params, last_latent)
+    return (jnp.concatenate([policy_logits, final_policy_logits[None]]),
+            jnp.concatenate([value_logits, final_value_logits[None]]), reward_logits)
+
+
+def sequence_loss(model: Model, support: Array, system: DictConfig) -> Callable:
+    """`loss(params, batch (L, B, ...)) -> (loss, metrics)` of a batch of replayed sequences."""
+    k, n_step, gamma = int(system.unroll_steps), int(system.n_step), float(system.gamma)
+    vf_coef = float(system.vf_coef)
+
+    def network_value(params: Any, observation: Observation) -> Array:
+        _, value_logits = model.predict(params, model.represent(params, observation))
+        return scalar_of(value_logits, support)
+
+    def loss(params: Any, batch: replay.Transition) -> Tuple[Array, Dict[str, Array]]:
+        searched: SearchedAction = batch.action
+        successor_values = jax.lax.stop_gradient(network_value(params, batch.next_observation))
+        returns = n_step_returns(batch.reward, batch.discount, batch.last,
+                                 mcts.bootstrap_values(searched.search_value, successor_values, batch.last),
+                                 n_step, gamma)
+        targets = unroll_targets(returns, batch.reward, batch.discount, batch.last, searched.search_policy, k)
+        policy_logits, value_logits, reward_logits = unroll(
+            model, params, jax.tree_util.tree_map(lambda x: x[0], batch.observation), searched.action[:k])
+
+        def weighted(per_term: Array, weight: Array) -> Array:
+            return jnp.mean(jnp.sum(per_term * weight, axis=0))  # summed over the unroll, averaged over sequences
+
+        policy_loss = weighted(cross_entropy(targets.policy, policy_logits), targets.policy_weight)
+        value_loss = weighted(cross_entropy(two_hot_of(targets.value, support), value_logits), targets.value_weight)
+        reward_loss = weighted(cross_entropy(two_hot_of(targets.reward, support), reward_logits),
+                               targets.reward_weight)
+        total = policy_loss + vf_coef * value_loss + reward_loss
+        return total, {"policy_loss": policy_loss, "value_loss": value_loss, "reward_loss": reward_loss,
+                       "value_target": jnp.mean(targets.value[0])}
+
+    return loss
+
+
+def make_learn_from_batch(loss: Callable, update: Callable) -> off_policy.LearnFromBatch:
+    """One gradient step on a batch of sequences, averaged over the update batch and the devices."""
+
+    def learn_from_batch(params, opt_state, batch: replay.Transition, weights, key, update_count):
+        del weights, key, update_count  # uniform replay, a deterministic loss, no target network
+        grads, metrics = jax.grad(loss, has_aux=True)(params, batch)
+        grads, metrics = parallel.pmean_batch_then_device((grads, metrics))
+        updates, opt_state = update(grads, opt_state, params)
+        priorities = jnp.zeros(batch.reward.shape[1:], jnp.float32)  # not prioritised: unused
+        return off_policy.BatchUpdate(optax.apply_updates(params, updates), opt_state, metrics, priorities)
+
+    return learn_from_batch
+
+
+def sequence_batches(system: DictConfig) -> replay.BatchView:
+    """Overlapping sequences of K + n_step + 1 steps, time-major: the unroll's K + 1 positions with the n rewards
+    and the bootstrap each of their targets reads."""
+    length = int(system.unroll_steps) + int(system.n_step) + 1
+    return replay.BatchView("system.unroll_steps + system.n_step + 1", length, replay.time_major,
+                            steps_per_item=length)
+
+
+def prediction_policy(model: Model, greedy: bool):
+    """The eval policy: the prediction network's policy at the observation's latent; eval params
+    `(params, obs_norm)`."""
+
+    def policy_distribution(params: Any, observation: Observation) -> MaskedCategorical:
+        logits, _ = model.predict(params, model.represent(params, observation))
+        return MaskedCategorical(logits, observation.action_mask)
+
+    return actor_policy(policy_distribution, greedy)
+
+
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
+    system = config.system
+    if not isinstance(env.action_space, DiscreteActionSpace):
+        raise ConfigError(f"{config.env.scenario.name} has continuous actions; {system.system_name} searches "
+                          f"over discrete ones (choose a discrete-action env, e.g. env=gymnax/cartpole).")
+    check_support(system)
+    support = support_of(system)
+    network = build_muzero_network(config.network, env.action_space, int(system.num_atoms))
+    init_key, key = jax.random.split(key)
+    params = jitted_init(network)(init_key, example_observation(env), jnp.zeros((1,), jnp.int32))
+    optimizer = make_optimizer(system.model_lr, system.max_grad_norm,
+                               budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
+    model = model_of(network)
+    return off_policy.learner_setup(
+        env, key, config, budget,
+        params=params, opt_states=optimizer.init(params),
+        act=make_act(model, support, system),
+        learn_from_batch=make_learn_from_batch(sequence_loss(model, support, system), optimizer.update),
+        batches=sequence_batches(system),
+        eval_policy=prediction_policy(model, greedy=bool(config.arch.evaluation_greedy)),
+        eval_params=lambda slot: (slot.params, slot.obs_norm),
+        acting_metrics=acting_metrics,
+    )
+
+
+def run_experiment(config: DictConfig) -> float:
+    return experiment.run(config, learner_setup, algorithm=str(config.system.system_name))
