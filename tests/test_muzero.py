@@ -212,5 +212,7 @@ def test_muzero_learns_cartpole(compose):
     from stoix_like.learning_population import train_population
 
     run = train_population("mz", compose, first_seed=0, num_seeds=4, overrides=[f"arch.total_timesteps={CI_STEPS}"])
-    print(run.describe())
-    assert run.summary.iqm >= CI_IQM_AT_LEAST, run.describe()
+    # judged by CI's smaller bar, not by run.describe()'s verdict, which is the full target's at the full budget
+    verdict = f"mz, {CI_STEPS:,} steps per seed: {run.summary.describe()}; CI's bar: IQM >= {CI_IQM_AT_LEAST:g}"
+    print(verdict)
+    assert run.summary.iqm >= CI_IQM_AT_LEAST, verdict
