@@ -30,8 +30,6 @@ from stoix_like.systems.on_policy import policy_gradient, rollout
 from stoix_like.systems.search import mcts
 from stoix_like.types import ActorCriticApplyFns, ActorCriticUpdateFns, Array, Observation, OnPolicyLearnerState
 
-SEARCH_STATISTICS = ("visit_entropy", "search_value_minus_network_value", "tree_depth")
-
 
 def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
                    config: DictConfig, budget: Budget) -> Learner:
@@ -101,7 +99,7 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
         state, train_metrics = rollout.learn_from_rollout(
             update_minibatch, state, (steps.observation, steps.policy_extras["search_weights"], targets),
             steps.observation, system)
-        search_metrics = {name: jnp.mean(steps.policy_extras[name]) for name in SEARCH_STATISTICS}
+        search_metrics = {name: jnp.mean(steps.policy_extras[name]) for name in mcts.SEARCH_STATISTICS}
         return state, LearnerOutput(episode_metrics=steps.episode_metrics,
                                     train_metrics={**train_metrics, **search_metrics})
 

@@ -29,6 +29,8 @@ from stoix_like.types import Array, EnvState, Observation, TimeStep
 
 # system.search_policy -> the mctx policy it runs
 SEARCH_POLICIES = ("gumbel_muzero", "muzero")
+# the keys of `search_statistics`, logged by every search system
+SEARCH_STATISTICS = ("visit_entropy", "search_value_minus_network_value", "tree_depth")
 
 # prior_and_value(search params, observations [B, ...]) -> (policy logits [B, A], values [B]): what the network
 # says at a node; the logits need not be masked (the search masks them with the node's own mask)

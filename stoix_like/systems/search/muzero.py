@@ -58,8 +58,6 @@ from stoix_like.systems import off_policy
 from stoix_like.systems.search import mcts
 from stoix_like.types import Array, Observation
 
-SEARCH_STATISTICS = ("visit_entropy", "search_value_minus_network_value", "tree_depth")
-
 
 class SearchedAction(NamedTuple):
     """What MuZero stores of each step it acts: the action and what its search said."""
@@ -67,7 +65,7 @@ class SearchedAction(NamedTuple):
     action: Array  # [...] int32: the action taken
     search_policy: Array  # [..., A] the search's action weights, the policy target
     search_value: Array  # [...] the root's value after the search, the value targets' bootstrap
-    statistics: Dict[str, Array]  # SEARCH_STATISTICS, [...] each: logged, never learnt from
+    statistics: Dict[str, Array]  # mcts.SEARCH_STATISTICS, [...] each: logged, never learnt from
 
 
 class LatentEmbedding(NamedTuple):
