@@ -107,7 +107,8 @@ def build_action_value_network(network_config: DictConfig, action_space: ActionS
 def build_muzero_network(network_config: DictConfig, action_space: DiscreteActionSpace, num_atoms: int
                          ) -> MuZeroNetwork:
     """MuZero's model: `representation_network`, `dynamics_network` and `prediction_network` torsos around a latent
-    of `representation_network.latent_size` features (the dynamics' output too); rewards and values on `num_atoms` atoms (the system's support)."""
+    of `representation_network.latent_size` features (the dynamics' output too); rewards and values on `num_atoms`
+    atoms (the system's support)."""
     return MuZeroNetwork(
         representation_torso=instantiate(network_config.representation_network.pre_torso),
         dynamics_torso=instantiate(network_config.dynamics_network.pre_torso),

@@ -20,9 +20,8 @@ from omegaconf import DictConfig
 
 from stoix_like import experiment, normalization, parallel
 from stoix_like.budget import Budget
-from stoix_like.envs.environment import DiscreteActionSpace, Environment
+from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.errors import ConfigError
 from stoix_like.ops.losses import l2_loss, policy_distillation_loss
 from stoix_like.ops.returns import lambda_returns
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
@@ -107,9 +106,7 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
-    if not isinstance(env.action_space, DiscreteActionSpace):
-        raise ConfigError(f"{config.env.scenario.name} has continuous actions; {config.system.system_name} searches "
-                          f"over discrete ones (choose a discrete-action env, e.g. env=gymnax/cartpole).")
+    mcts.require_discrete_actions(env, config)
     parts = policy_gradient.build_actor_critic(env, key, config, budget)
     return SystemSetup(
         learner_fn=get_learner_fn(env, parts.apply_fns, parts.update_fns, config, budget),

@@ -22,8 +22,9 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from stoix_like.envs.environment import Environment
+from stoix_like.envs.environment import DiscreteActionSpace, Environment
 from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.errors import ConfigError
 from stoix_like.ops.masking import mask_illegal
 from stoix_like.types import Array, EnvState, Observation, TimeStep
 
@@ -170,3 +171,11 @@ def bootstrap_values(search_values: Array, successor_values: Array, done: Array)
     next_search_values = jnp.concatenate([search_values[1:], successor_values[-1:]])
     return jnp.where(done, successor_values, next_search_values)
 
+
+def require_discrete_actions(env: Environment, config: Any) -> DiscreteActionSpace:
+    """`env`'s action space; an env with continuous actions is refused in one line (plain AlphaZero and MuZero
+    search over discrete ones)."""
+    if not isinstance(env.action_space, DiscreteActionSpace):
+        raise ConfigError(f"{config.env.scenario.name} has continuous actions; {config.system.system_name} searches "
+                          f"over discrete ones (choose a discrete-action env, e.g. env=gymnax/cartpole).")
+    return env.action_space

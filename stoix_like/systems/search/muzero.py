@@ -41,7 +41,7 @@ from omegaconf import DictConfig
 from stoix_like import experiment, parallel, replay
 from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_init
-from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
+from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import actor_policy
 from stoix_like.networks.distributions import MaskedCategorical
@@ -304,12 +304,10 @@ def prediction_policy(model: Model, greedy: bool):
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
-    if not isinstance(env.action_space, DiscreteActionSpace):
-        raise ConfigError(f"{config.env.scenario.name} has continuous actions; {system.system_name} searches "
-                          f"over discrete ones (choose a discrete-action env, e.g. env=gymnax/cartpole).")
+    action_space = mcts.require_discrete_actions(env, config)
     check_support(system)
     support = support_of(system)
-    network = build_muzero_network(config.network, env.action_space, int(system.num_atoms))
+    network = build_muzero_network(config.network, action_space, int(system.num_atoms))
     init_key, key = jax.random.split(key)
     params = jitted_init(network)(init_key, example_observation(env), jnp.zeros((1,), jnp.int32))
     optimizer = make_optimizer(system.model_lr, system.max_grad_norm,
