@@ -18,14 +18,14 @@ masking, the statistics and the bootstraps are these.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Tuple
+from typing import Any, Callable, Dict, NamedTuple, NoReturn, Tuple
 
 import chex
 import jax
 import jax.numpy as jnp
 import mctx
 
-from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace, Environment
+from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace, Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.errors import ConfigError
 from stoix_like.ops.masking import mask_illegal
@@ -209,7 +209,7 @@ def bootstrap_values(search_values: Array, successor_values: Array, done: Array)
     return jnp.where(done, successor_values, next_search_values)
 
 
-def _refuse_action_kind(env: Environment, config: Any, has: str, searches: str, instead: str) -> None:
+def _refuse_action_kind(config: Any, has: str, searches: str, instead: str) -> NoReturn:
     raise ConfigError(f"{config.env.scenario.name} has {has} actions; {config.system.system_name} searches over "
                       f"{searches} ones ({instead}).")
 
@@ -217,17 +217,17 @@ def _refuse_action_kind(env: Environment, config: Any, has: str, searches: str, 
 def require_discrete_actions(env: Environment, config: Any) -> DiscreteActionSpace:
     """`env`'s action space; an env with continuous actions is refused in one line (plain AlphaZero and MuZero
     search over discrete ones)."""
-    if not isinstance(env.action_space, DiscreteActionSpace):
-        _refuse_action_kind(env, config, "continuous", "discrete", "choose a discrete-action env, e.g. "
-                                                                    "env=gymnax/cartpole")
-    return env.action_space
+    action_space = env.action_space
+    if not isinstance(action_space, DiscreteActionSpace):
+        _refuse_action_kind(config, "continuous", "discrete", "choose a discrete-action env, e.g. env=gymnax/cartpole")
+    return action_space
 
 
 def require_continuous_actions(env: Environment, config: Any) -> ContinuousActionSpace:
     """`env`'s action space; an env with discrete actions is refused in one line (Sampled AlphaZero draws from a
     continuous policy; plain AlphaZero searches every discrete action)."""
-    action_space: ActionSpace = env.action_space
+    action_space = env.action_space
     if not isinstance(action_space, ContinuousActionSpace):
-        _refuse_action_kind(env, config, "discrete", "sampled continuous", "plain AlphaZero searches every discrete "
-                                                                           "action: python -m experiments.az")
+        _refuse_action_kind(config, "discrete", "sampled continuous",
+                            "plain AlphaZero searches every discrete action: python -m experiments.az")
     return action_space
