@@ -6,8 +6,11 @@ problem: search action k steps the env with the node's k-th draw, which the node
 env state. The prior over the draws is the sampled-policy correction β̂/β·π (ops/sampled_policy.py), which with
 β = π is the draws' empirical distribution: the search's improvement over the draws is, in expectation, one over
 the whole action space. The policy is fitted to the search's weights over the root's draws, −Σ_k w_k log π(a_k|s),
-with an entropy bonus (`system.ent_coef`) against the scale collapsing faster than the search can correct it; the
-value network as AlphaZero's. Evaluation plays the policy network alone (its mean with `arch.evaluation_greedy`).
+with a small entropy bonus (`system.ent_coef`); the value network as AlphaZero's. The fit pulls the policy's scale
+towards the spread of the draws the search weighted most, a little narrower each update, so the shipped network
+floors it (`network.actor_network.action_head.min_scale`): without the floor the draws soon stop differing and the
+search has nothing to compare (config/sampled_az.yaml). Evaluation plays the policy network alone (its mean with
+`arch.evaluation_greedy`).
 
 A discrete env is refused (plain AlphaZero searches every action); so is `system.num_sampled_actions=null`.
 """
