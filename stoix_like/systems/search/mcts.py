@@ -2,9 +2,9 @@
 
   * `env_model`: mctx's `recurrent_fn` for a search whose model is the environment itself. JAX envs are pure,
     so an env state is a search state: expanding a node steps a copy of the env, exactly as `env.step` would.
-  * `Expansion`: what the network says at a node, the search's K actions included. AlphaZero's actions are the
-    env's own (`discrete_expansion`); Sampled AlphaZero's are K continuous actions drawn at each node, which the
-    node's embedding carries (`EnvEmbedding.actions`) and `env_action` maps a search index to.
+  * `Expansion`: what the network says at a node, the search's actions included. AlphaZero's actions are the
+    env's own (`index_is_action`); Sampled AlphaZero's are K continuous actions drawn at each node, which the
+    node's embedding carries (`EnvEmbedding.actions`) and its `env_action` maps a search index to.
   * `network_root`: the root from the network at the current observation.
   * `run_search`: the search policy chosen by `system.search_policy` (`gumbel_muzero` or `muzero`), with illegal
     actions (`Observation.action_mask`) excluded at the root and at every interior node.
@@ -36,10 +36,6 @@ SEARCH_POLICIES = ("gumbel_muzero", "muzero")
 # the keys of `search_statistics`, logged by every search system
 SEARCH_STATISTICS = ("visit_entropy", "search_value_minus_network_value", "tree_depth")
 
-# prior_and_value(search params, observations [B, ...]) -> (policy logits [B, A], values [B]): what a network over
-# discrete actions says at a node; the logits need not be masked (the search masks them with the node's own mask)
-PriorAndValue = Callable[[Any, Observation], Tuple[Array, Array]]
-
 
 class Expansion(NamedTuple):
     """What the network says at a batch of nodes `[B]`, for the search's A actions."""
@@ -54,17 +50,6 @@ class Expansion(NamedTuple):
 Expand = Callable[[Any, jax.Array, Observation], Expansion]
 # env_action(a node's actions [B, A, ...] (or ()), search actions [B]) -> the env's actions [B, ...]
 EnvAction = Callable[[Any, Array], Array]
-
-
-def discrete_expansion(prior_and_value: PriorAndValue) -> Expand:
-    """The expansion of a search over the env's own discrete actions, masked as the observation says."""
-
-    def expand(params: Any, key: jax.Array, observation: Observation) -> Expansion:
-        del key  # nothing is drawn: every action is searched
-        logits, value = prior_and_value(params, observation)
-        return Expansion(logits, value, observation.action_mask, ())
-
-    return expand
 
 
 def index_is_action(actions: Any, index: Array) -> Array:
