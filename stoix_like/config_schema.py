@@ -48,6 +48,8 @@ SPECS: Dict[str, Spec] = {
     "network.*.*.v_max": real("(-inf, inf)", "the highest return of the categorical support"),
     "network.*.*.num_quantiles": integer(POSITIVE_INT, "the return quantiles per action"),
     "network.*.*.dueling": flag("separate value and advantage streams"),
+    "network.*.action_head.min_scale": real("(0, inf)", "the tanh-Gaussian policy's least pre-tanh scale: a floor "
+                                                         "under its exploration"),
     "network.*.*.noisy": flag("noisy layers in the head"),
     "network.*.pre_torso.channels": int_list(POSITIVE_INT, "the convolutions' output channels, one per conv layer"),
     "network.*.pre_torso.kernel_sizes": int_list(POSITIVE_INT, "the convolutions' square kernel sizes"),

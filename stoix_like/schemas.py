@@ -335,6 +335,7 @@ class DualLearningRate:
 # PPO's GAE(λ) advantages and AWR's TD(λ) ones, G^λ − V(s), are one estimator: one λ, one name.
 GAE_LAMBDA = real("[0, 1]", "the lambda of GAE / TD(lambda) returns: 0 one-step TD, 1 Monte-Carlo")
 VF_COEF = real("(0, inf)", "the weight of the value loss: 0 would never train the critic")
+ENT_COEF = real("[0, inf)", "the weight of the entropy bonus")
 STANDARDIZE_ADVANTAGES = flag("standardise advantages over each minibatch (off-policy: each sampled batch)")
 
 
@@ -344,7 +345,7 @@ class PolicyGradientBlock:
     the entropy bonus and the critic's loss."""
 
     gae_lambda: float = key(GAE_LAMBDA)
-    ent_coef: float = key(real("[0, inf)", "the weight of the entropy bonus"))
+    ent_coef: float = key(ENT_COEF)
     vf_coef: float = key(VF_COEF)
     standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
 
@@ -468,13 +469,18 @@ class AWRSchema(CriticLearningRate, ActorLearningRate, SequenceReplayBlock, Repl
     standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
 
 
+# MPO's E-step and Sampled AlphaZero's search nodes weigh K sampled actions: one key, one range
+NUM_SAMPLED_ACTIONS = integer(
+    POSITIVE_INT, "continuous actions: actions sampled from the policy per state (MPO: from the target policy, for the "
+                  "E-step and the Q-network's bootstrap; Sampled AlphaZero: at every search node, the actions it "
+                  "searches); null for discrete actions, whose every action is weighed (refused by sampled_az)",
+    nullable=True)
+
+
 @dataclass
 class MPOSchema(DualVariablesBlock, DualLearningRate, TargetNetworkBlock, QLearningRate, ActorLearningRate,
                 PrioritizedReplayBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
-    num_sampled_actions: Optional[int] = key(integer(
-        POSITIVE_INT, "continuous actions: actions sampled from the target policy per state, for the E-step and the "
-                      "Q-network's bootstrap; null for discrete actions, whose every action is weighed",
-        nullable=True))
+    num_sampled_actions: Optional[int] = key(NUM_SAMPLED_ACTIONS)
 
 
 @dataclass
@@ -500,6 +506,15 @@ class TreeSearchBlock:
 @dataclass
 class AZSchema(TreeSearchBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
     gae_lambda: float = key(GAE_LAMBDA)
+
+
+@dataclass
+class SampledAZSchema(AZSchema):
+    """Sampled AlphaZero (config/system/sampled_az.yaml): AlphaZero's keys, the draws per node and the entropy
+    bonus that keeps the policy's scale from collapsing."""
+
+    num_sampled_actions: Optional[int] = key(NUM_SAMPLED_ACTIONS)
+    ent_coef: float = key(ENT_COEF)
 
 
 @dataclass
@@ -529,6 +544,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "awr": AWRSchema,
     "mpo": MPOSchema, "vmpo": VMPOSchema,
     "az": AZSchema,
+    "sampled_az": SampledAZSchema,
     "mz": MZSchema,
 }
 

@@ -34,6 +34,18 @@ def observation_sum_value(params, observation: Observation):
     return logits, jnp.sum(observation.agent_view, axis=-1)
 
 
+def every_action(prior_and_value):
+    """The search's expansion from a stand-in network `(params, observation) -> (logits, value)`: every action of
+    the env, masked as the observation says (AlphaZero's)."""
+
+    def expand(params, key, observation: Observation):
+        del key
+        logits, value = prior_and_value(params, observation)
+        return mcts.Expansion(logits, value, observation.action_mask, ())
+
+    return expand
+
+
 def cartpole(max_episode_steps=None) -> Environment:
     train_env, _ = factory.make({"suite": "gymnax", "scenario": {"name": "CartPole-v1"}, "kwargs": {},
                                  "max_episode_steps": max_episode_steps})
@@ -45,7 +57,7 @@ def test_the_env_model_makes_the_env_s_own_transitions():
     batched = VmapWrapper(env)
     env_state, timestep = batched.reset(jax.random.split(jax.random.PRNGKey(0), 5))
     actions = jnp.asarray([0, 1, 1, 0, 1])
-    recurrent_fn = mcts.env_model(env, observation_sum_value, GAMMA)
+    recurrent_fn = mcts.env_model(env, every_action(observation_sum_value), GAMMA)
     embedding = mcts.EnvEmbedding(env_state, timestep.observation.action_mask)
 
     output, next_embedding = recurrent_fn(None, jax.random.PRNGKey(1), actions, embedding)
@@ -63,7 +75,7 @@ def test_an_episode_end_is_cut_from_the_tree_with_the_truncation_s_bootstrap():
     env = cartpole(max_episode_steps=1)
     batched = VmapWrapper(env)
     env_state, timestep = batched.reset(jax.random.split(jax.random.PRNGKey(0), 4))
-    recurrent_fn = mcts.env_model(env, observation_sum_value, GAMMA)
+    recurrent_fn = mcts.env_model(env, every_action(observation_sum_value), GAMMA)
     output, _ = recurrent_fn(None, jax.random.PRNGKey(1), jnp.zeros(4, jnp.int32),
                              mcts.EnvEmbedding(env_state, timestep.observation.action_mask))
     _, real = batched.step(env_state, jnp.zeros(4, jnp.int32))
@@ -120,8 +132,9 @@ def search_toy(env: Environment, search_policy: str, num_simulations: int, max_d
                prior_and_value=observation_sum_value):
     train_env = AutoReset(EpisodeMetrics(env))
     env_state, timestep = VmapWrapper(train_env).reset(jax.random.split(jax.random.PRNGKey(0), batch))
-    root = mcts.network_root(prior_and_value, None, env_state, timestep)
-    recurrent_fn = mcts.env_model(train_env, prior_and_value, GAMMA)
+    expand = every_action(prior_and_value)
+    root = mcts.network_root(expand, None, jax.random.PRNGKey(2), env_state, timestep)
+    recurrent_fn = mcts.env_model(train_env, expand, GAMMA)
     return jax.jit(lambda key: mcts.run_search(search_policy, None, key, root, recurrent_fn, num_simulations,
                                                max_depth))(jax.random.PRNGKey(3))
 

@@ -6,16 +6,18 @@ distil the search's action weights into the policy network (cross-entropy) and r
 targets. Evaluation plays the policy network alone: the search needs the env's state, the evaluator gives
 observations.
 
-Plain AlphaZero is for discrete actions; a continuous action space is refused (Sampled AlphaZero is its own
-system).
+Plain AlphaZero is for discrete actions; a continuous action space is refused. Sampled AlphaZero
+(sampled_alphazero.py) is this learner with another `SearchedPolicy`: K actions drawn at every node instead of
+every action, and the policy fitted to the search's weights over the root's draws.
 """
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
+import mctx
 from omegaconf import DictConfig
 
 from stoix_like import experiment, normalization, parallel
@@ -30,8 +32,38 @@ from stoix_like.systems.search import mcts
 from stoix_like.types import ActorCriticApplyFns, ActorCriticUpdateFns, Array, Observation, OnPolicyLearnerState
 
 
+class SearchedPolicy(NamedTuple):
+    """How the policy network meets the search: the search's actions at a node, the env action each stands for,
+    what the policy learns from each search and its loss on that."""
+
+    # expand(policy distribution [B], value [B], observation [B], key) -> the node's search actions and prior
+    expand: Callable[[Any, Array, Observation, jax.Array], mcts.Expansion]
+    env_action: mcts.EnvAction
+    # policy_target(root, search output) -> what the policy is fitted to at this step (recorded with the step)
+    policy_target: Callable[[mctx.RootFnOutput, mctx.PolicyOutput], Any]
+    # policy_loss(policy distribution [B], targets [B], key) -> (loss, metrics)
+    policy_loss: Callable[[Any, Any, jax.Array], Tuple[Array, Dict[str, Array]]]
+
+
+def _every_action(dist: Any, value: Array, observation: Observation, key: jax.Array) -> mcts.Expansion:
+    del key  # every action is searched: nothing is drawn
+    return mcts.Expansion(dist.logits, value, observation.action_mask, ())
+
+
+def _distil_search_weights(dist: Any, search_weights: Array, key: jax.Array) -> Tuple[Array, Dict[str, Array]]:
+    del key  # a categorical's entropy is exact
+    loss = policy_distillation_loss(search_weights, dist.logits)
+    return loss, {"actor_loss": loss, "entropy": jnp.mean(dist.entropy())}
+
+
+# AlphaZero's: every discrete action at every node, the policy distilled from the search's weights over them
+EVERY_ACTION = SearchedPolicy(expand=_every_action, env_action=mcts.index_is_action,
+                              policy_target=lambda root, output: output.action_weights,
+                              policy_loss=_distil_search_weights)
+
+
 def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
-                   config: DictConfig, budget: Budget) -> Learner:
+                   config: DictConfig, budget: Budget, searched: SearchedPolicy = EVERY_ACTION) -> Learner:
     """`env` is the unbatched train env: the learner steps a batch of it, and the search a copy of each."""
     system = config.system
     actor_apply, critic_apply = apply_fns
@@ -41,22 +73,23 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
         params, obs_norm = search_params
         return critic_apply(params.critic, normalization.normalize(obs_norm, observation))
 
-    def prior_and_value(search_params: Tuple[Any, Any], observation: Observation) -> Tuple[Array, Array]:
+    def expand(search_params: Tuple[Any, Any], key: jax.Array, observation: Observation) -> mcts.Expansion:
         params, obs_norm = search_params
-        logits = actor_apply(params.actor, normalization.normalize(obs_norm, observation)).logits
-        return logits, value_of(search_params, observation)
+        dist = actor_apply(params.actor, normalization.normalize(obs_norm, observation))
+        return searched.expand(dist, value_of(search_params, observation), observation, key)
 
-    recurrent_fn = mcts.env_model(env, prior_and_value, float(system.gamma))
+    recurrent_fn = mcts.env_model(env, expand, float(system.gamma), searched.env_action)
 
     def act(state: OnPolicyLearnerState, observation: Observation, key: jax.Array):
         del observation  # the root's network normalises the observation itself, beside the env state it searches
         search_params = (state.params, state.obs_norm)
-        root = mcts.network_root(prior_and_value, search_params, state.env_state, state.timestep)
+        root_key = jax.random.fold_in(key, 0)  # the root's own draws (Sampled AlphaZero's); the search keeps `key`
+        root = mcts.network_root(expand, search_params, root_key, state.env_state, state.timestep)
         output = mcts.run_search(str(system.search_policy), search_params, key, root, recurrent_fn,
                                  int(system.num_simulations), system.max_depth)
-        recorded = {"search_weights": output.action_weights, "search_value": mcts.search_value(output),
+        recorded = {"policy_target": searched.policy_target(root, output), "search_value": mcts.search_value(output),
                     **mcts.search_statistics(output, root.value)}
-        return state, output.action, output.action, recorded
+        return state, output.action, searched.env_action(root.embedding.actions, output.action), recorded
 
     def value_targets(state: OnPolicyLearnerState, steps) -> Array:
         """λ-returns bootstrapped as `mcts.bootstrap_values` says (with λ near 1 the value network's bootstrap
@@ -70,10 +103,9 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
             lam=system.gae_lambda,
         )
 
-    def actor_loss(actor_params, obs_norm, observation: Observation, search_weights: Array):
-        dist = actor_apply(actor_params, normalization.normalize(obs_norm, observation))
-        loss = policy_distillation_loss(search_weights, dist.logits)
-        return loss, {"actor_loss": loss, "entropy": jnp.mean(dist.entropy())}
+    def actor_loss(actor_params, obs_norm, observation: Observation, policy_targets: Any, key: jax.Array):
+        return searched.policy_loss(actor_apply(actor_params, normalization.normalize(obs_norm, observation)),
+                                    policy_targets, key)
 
     def critic_loss(critic_params, obs_norm, observation: Observation, targets: Array):
         values = critic_apply(critic_params, normalization.normalize(obs_norm, observation))
@@ -81,11 +113,10 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
         return loss, {"value_loss": loss}
 
     def update_minibatch(carry, minibatch, key: jax.Array):
-        del key  # distillation and regression onto fixed targets need no randomness
         params, opt_states, obs_norm = carry
-        observation, search_weights, targets = minibatch
+        observation, policy_targets, targets = minibatch
         actor_grads, actor_metrics = jax.grad(actor_loss, has_aux=True)(
-            params.actor, obs_norm, observation, search_weights)
+            params.actor, obs_norm, observation, policy_targets, key)
         critic_grads, critic_metrics = jax.grad(critic_loss, has_aux=True)(
             params.critic, obs_norm, observation, targets)
         params, opt_states, metrics = policy_gradient.apply_gradients(
@@ -96,7 +127,7 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
         state, steps = rollout.collect_rollout_from_state(batched_env, act, state, system.rollout_length)
         targets = value_targets(state, steps)
         state, train_metrics = rollout.learn_from_rollout(
-            update_minibatch, state, (steps.observation, steps.policy_extras["search_weights"], targets),
+            update_minibatch, state, (steps.observation, steps.policy_extras["policy_target"], targets),
             steps.observation, system)
         search_metrics = {name: jnp.mean(steps.policy_extras[name]) for name in mcts.SEARCH_STATISTICS}
         return state, LearnerOutput(episode_metrics=steps.episode_metrics,
@@ -105,15 +136,22 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
-    mcts.require_discrete_actions(env, config)
+def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
+           searched: SearchedPolicy = EVERY_ACTION) -> SystemSetup:
+    """A search system's `learner_setup` once its input is checked: AlphaZero's networks (the actor-critic's), and
+    the learner that searches with `searched`."""
     parts = policy_gradient.build_actor_critic(env, key, config, budget)
     return SystemSetup(
-        learner_fn=get_learner_fn(env, parts.apply_fns, parts.update_fns, config, budget),
+        learner_fn=get_learner_fn(env, parts.apply_fns, parts.update_fns, config, budget, searched),
         learner_state=parts.learner_state,
         eval_policy=parts.eval_policy,
         eval_params=policy_gradient.eval_params,
     )
+
+
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
+    mcts.require_discrete_actions(env, config)
+    return set_up(env, key, config, budget)
 
 
 def run_experiment(config: DictConfig) -> float:

@@ -2,7 +2,10 @@
 
   * `env_model`: mctx's `recurrent_fn` for a search whose model is the environment itself. JAX envs are pure,
     so an env state is a search state: expanding a node steps a copy of the env, exactly as `env.step` would.
-  * `network_root`: the root from the policy/value network at the current observation.
+  * `Expansion`: what the network says at a node, the search's actions included. AlphaZero's actions are the
+    env's own (`index_is_action`); Sampled AlphaZero's are K continuous actions drawn at each node, which the
+    node's embedding carries (`EnvEmbedding.actions`) and its `env_action` maps a search index to.
+  * `network_root`: the root from the network at the current observation.
   * `run_search`: the search policy chosen by `system.search_policy` (`gumbel_muzero` or `muzero`), with illegal
     actions (`Observation.action_mask`) excluded at the root and at every interior node.
   * `search_statistics`: what is logged of every search (visit entropy, search value minus network value,
@@ -15,14 +18,14 @@ masking, the statistics and the bootstraps are these.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Tuple
+from typing import Any, Callable, Dict, NamedTuple, NoReturn, Tuple
 
 import chex
 import jax
 import jax.numpy as jnp
 import mctx
 
-from stoix_like.envs.environment import DiscreteActionSpace, Environment
+from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace, Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.errors import ConfigError
 from stoix_like.ops.masking import mask_illegal
@@ -33,31 +36,51 @@ SEARCH_POLICIES = ("gumbel_muzero", "muzero")
 # the keys of `search_statistics`, logged by every search system
 SEARCH_STATISTICS = ("visit_entropy", "search_value_minus_network_value", "tree_depth")
 
-# prior_and_value(search params, observations [B, ...]) -> (policy logits [B, A], values [B]): what the network
-# says at a node; the logits need not be masked (the search masks them with the node's own mask)
-PriorAndValue = Callable[[Any, Observation], Tuple[Array, Array]]
+
+class Expansion(NamedTuple):
+    """What the network says at a batch of nodes `[B]`, for the search's A actions."""
+
+    prior_logits: Array  # [B, A], unmasked (the search masks them with `action_mask`)
+    value: Array  # [B]
+    action_mask: Array  # [B, A] bool: the search actions that may be taken from the node
+    actions: Any  # [B, A, ...] what each search action stands for (Sampled AlphaZero's draws); () : the index itself
+
+
+# expand(search params, key, observations [B, ...]) -> Expansion
+Expand = Callable[[Any, jax.Array, Observation], Expansion]
+# env_action(a node's actions [B, A, ...] (or ()), search actions [B]) -> the env's actions [B, ...]
+EnvAction = Callable[[Any, Array], Array]
+
+
+def index_is_action(actions: Any, index: Array) -> Array:
+    """`EnvAction` of a search over the env's own actions: the search's index is the env's action."""
+    del actions
+    return index
 
 
 class EnvEmbedding(NamedTuple):
-    """A search node of the env-as-model search: the env state, and which actions are legal from it."""
+    """A search node of the env-as-model search: the env state, which search actions are legal from it, and what
+    they stand for."""
 
     env_state: EnvState
-    action_mask: Array  # [A] bool: the mask of the observation the env state shows, which its children honour
+    action_mask: Array  # [A] bool: which search actions the node's children may take
+    actions: Any = ()  # [A, ...] the env action each search action stands for (sampled at the node); () : itself
 
 
-def network_root(prior_and_value: PriorAndValue, params: Any, env_state: EnvState, timestep: TimeStep
+def network_root(expand: Expand, params: Any, key: jax.Array, env_state: EnvState, timestep: TimeStep
                  ) -> mctx.RootFnOutput:
-    """The root of a batch of searches `[B]`: the network's prior and value at the current observations, the env
+    """The root of a batch of searches `[B]`: the network's expansion at the current observations, the env
     states as embeddings."""
-    mask = timestep.observation.action_mask
-    logits, value = prior_and_value(params, timestep.observation)
-    return mctx.RootFnOutput(prior_logits=mask_illegal(logits, mask), value=value,
-                             embedding=EnvEmbedding(env_state, mask))
+    node = expand(params, key, timestep.observation)
+    return mctx.RootFnOutput(prior_logits=mask_illegal(node.prior_logits, node.action_mask), value=node.value,
+                             embedding=EnvEmbedding(env_state, node.action_mask, node.actions))
 
 
-def env_model(env: Environment, prior_and_value: PriorAndValue, gamma: float) -> Callable:
+def env_model(env: Environment, expand: Expand, gamma: float, env_action: EnvAction = index_is_action
+              ) -> Callable:
     """mctx's `recurrent_fn(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)`, stepping
-    `env` (one unbatched env with auto-reset, the train env) on a batch of embeddings.
+    `env` (one unbatched env with auto-reset, the train env) on a batch of embeddings, with the env action
+    `env_action` says each search action stands for at its node.
 
     The step's keys travel in the env state, so the search sees the very transitions the real env would make.
     Where an episode ends the node's discount is 0, so nothing below it (the auto-reset's next episode) reaches
@@ -65,28 +88,27 @@ def env_model(env: Environment, prior_and_value: PriorAndValue, gamma: float) ->
     (`extras["next_obs"]`) to the reward, the bootstrap every return here takes at a time limit. One network
     pass serves both: where the episode ended it evaluates the true successor, whose value is that bootstrap
     (and whose prior no selection ever reads past a zero discount); elsewhere the observation the node continues
-    from.
+    from. mctx's key serves the expansion (Sampled AlphaZero draws the new node's actions with it).
     """
     batched_env = VmapWrapper(env)
 
     def recurrent_fn(params: Any, key: jax.Array, action: Array, embedding: EnvEmbedding
                      ) -> Tuple[mctx.RecurrentFnOutput, EnvEmbedding]:
-        del key  # the env's own keys are in its state
-        env_state, timestep = batched_env.step(embedding.env_state, action)
+        env_state, timestep = batched_env.step(embedding.env_state, env_action(embedding.actions, action))
         ended = timestep.last()
         evaluated = jax.tree_util.tree_map(lambda successor, continued: jnp.where(
             ended.reshape(ended.shape + (1,) * (successor.ndim - 1)), successor, continued),
             timestep.extras["next_obs"], timestep.observation)
-        logits, value = prior_and_value(params, evaluated)
+        # the node's legal actions are those of the state its env state continues from, wherever it ended
+        node = expand(params, key, evaluated._replace(action_mask=timestep.observation.action_mask))
         discount = gamma * timestep.discount  # 0 on termination: a terminal state's value is 0
-        mask = timestep.observation.action_mask
         output = mctx.RecurrentFnOutput(
-            reward=timestep.reward + jnp.where(ended, discount * value, 0.0),
+            reward=timestep.reward + jnp.where(ended, discount * node.value, 0.0),
             discount=jnp.where(ended, 0.0, discount),
-            prior_logits=mask_illegal(logits, mask),
-            value=value,
+            prior_logits=mask_illegal(node.prior_logits, node.action_mask),
+            value=node.value,
         )
-        return output, EnvEmbedding(env_state, mask)
+        return output, EnvEmbedding(env_state, node.action_mask, node.actions)
 
     return recurrent_fn
 
@@ -172,10 +194,25 @@ def bootstrap_values(search_values: Array, successor_values: Array, done: Array)
     return jnp.where(done, successor_values, next_search_values)
 
 
+def _refuse_action_kind(config: Any, has: str, searches: str, instead: str) -> NoReturn:
+    raise ConfigError(f"{config.env.scenario.name} has {has} actions; {config.system.system_name} searches over "
+                      f"{searches} ones ({instead}).")
+
+
 def require_discrete_actions(env: Environment, config: Any) -> DiscreteActionSpace:
     """`env`'s action space; an env with continuous actions is refused in one line (plain AlphaZero and MuZero
     search over discrete ones)."""
-    if not isinstance(env.action_space, DiscreteActionSpace):
-        raise ConfigError(f"{config.env.scenario.name} has continuous actions; {config.system.system_name} searches "
-                          f"over discrete ones (choose a discrete-action env, e.g. env=gymnax/cartpole).")
-    return env.action_space
+    action_space = env.action_space
+    if not isinstance(action_space, DiscreteActionSpace):
+        _refuse_action_kind(config, "continuous", "discrete", "choose a discrete-action env, e.g. env=gymnax/cartpole")
+    return action_space
+
+
+def require_continuous_actions(env: Environment, config: Any) -> ContinuousActionSpace:
+    """`env`'s action space; an env with discrete actions is refused in one line (Sampled AlphaZero draws from a
+    continuous policy; plain AlphaZero searches every discrete action)."""
+    action_space = env.action_space
+    if not isinstance(action_space, ContinuousActionSpace):
+        _refuse_action_kind(config, "discrete", "sampled continuous",
+                            "plain AlphaZero searches every discrete action: python -m experiments.az")
+    return action_space
