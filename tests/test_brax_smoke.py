@@ -1,10 +1,11 @@
-"""Every continuous-action system of the policy-optimisation family learns on a brax env: one learn call of two
-updates each, three learners in one process per env (so both action dimensions meet on-policy and replay updates).
+"""Every continuous-action system of the policy-optimisation and continuous-control families learns on a brax env:
+one learn call of two updates each, the learners of one env in one process (so both action dimensions meet
+on-policy and replay updates).
 
-Brax's physics dominates the cost (it is compiled into every learner: ~70 CPU-seconds per entry-point run), so the
-learners run with XLA's backend optimisation off and evaluate nothing; the entry points with evaluation on brax
-are checked once per family elsewhere (PPO in test_end_to_end.py, SAC in test_continuous.py). The check is that
-each learner compiles for the env's action dimension, its losses stay finite, and its parameters move.
+Brax's physics dominates the cost (it is compiled into every learner and evaluator: ~70 CPU-seconds per entry-point
+run), so the learners run with XLA's backend optimisation off and evaluate nothing; the entry points with evaluation
+on brax are checked once per family elsewhere (PPO in test_end_to_end.py, SAC in test_continuous.py). The check is
+that each learner compiles for the env's action dimension, its losses stay finite, and its parameters move.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ ON_POLICY = ["system.rollout_length=4", "system.num_minibatches=2", "arch.total_
              "network.critic_network.pre_torso.layer_sizes=[16]"]
 REPLAY = ["system.rollout_length=4", "system.warmup_rollout_length=0", "arch.total_timesteps=16",
           "system.gradient_steps_per_update=1", "system.total_buffer_size=64"]
+DETERMINISTIC_ACTOR = [*REPLAY, "system.total_batch_size=8", "network.q_network.pre_torso.layer_sizes=[16]"]
 SMOKE_OF = {
     "reinforce": ON_POLICY,
     "ppo_penalty": ON_POLICY,
@@ -32,11 +34,16 @@ SMOKE_OF = {
     # no warm-up: the first rollout stores 4 steps per env, one sequence of 4 each
     "awr": [*REPLAY, "system.sequence_length=4", "system.total_batch_size=2",
             "network.critic_network.pre_torso.layer_sizes=[16]"],
+    # the continuous-control family beside SAC, whose entry point runs on brax in test_continuous.py
+    "td3": DETERMINISTIC_ACTOR,
+    "ddpg": DETERMINISTIC_ACTOR,
+    "d4pg": [*DETERMINISTIC_ACTOR, "system.n_step=2"],
 }
 ENVS = {"brax/ant": 8, "brax/halfcheetah": 6}  # env -> its action dimension
 # Each system on one env, not both: a system that compiles for one brax action dimension compiles for another,
 # and the six learners on both envs cost ~370 of CI's worker-seconds for no further check.
-# Alternating down SMOKE_OF: ant takes REINFORCE, DPO and MPO; halfcheetah PPO-penalty, V-MPO and AWR.
+# Alternating down SMOKE_OF: ant takes REINFORCE, DPO, MPO, TD3 and D4PG; halfcheetah PPO-penalty, V-MPO, AWR and
+# DDPG.
 SYSTEMS_OF = {env_name: list(SMOKE_OF)[i::len(ENVS)] for i, env_name in enumerate(ENVS)}
 
 SMOKE = r"""
@@ -70,7 +77,7 @@ for env_name in env_names:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env_name", list(ENVS))  # one test per env, so that two workers can share them
-def test_every_policy_optimization_system_runs_on_brax(tmp_path, env_name):
+def test_every_continuous_action_learner_runs_on_brax(tmp_path, env_name):
     import json
 
     # run in tmp_path: brax's MuJoCo model loader writes MUJOCO_LOG.TXT into the working directory
