@@ -530,8 +530,6 @@ class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
     max_abs_reward: float = key(real(
         "(0, inf)", "the largest |reward| of one env step (CartPole: 1); a support short of max_abs_reward / (1 - "
                     "gamma) is refused"))
-    search_at_evaluation: bool = key(flag("play the search when judged, as when acting (the learnt model needs "
-                                          "only the observation); False: the prediction network's policy alone"))
 
 
 # system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is

@@ -127,27 +127,22 @@ def _legal_actions_only(qtransform: Callable) -> Callable:
 
 
 def run_search(search_policy: str, params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: Callable,
-               num_simulations: int, max_depth: int | None, greedy: bool = False) -> mctx.PolicyOutput:
+               num_simulations: int, max_depth: int | None) -> mctx.PolicyOutput:
     """One batch of searches `[B]` from `root` with the mctx policy `search_policy` (SEARCH_POLICIES).
 
     `gumbel_muzero`: Gumbel MuZero (Danihelka et al., 2022), an improving policy even with few simulations; its
     action weights are the improved policy softmax(logits + completed Q). `muzero`: PUCT with Dirichlet noise at
     the root; its action weights are the root's visit counts, normalised. The root's embedding must be an
     `EnvEmbedding` or carry `action_mask` likewise.
-
-    `greedy` (playing, not exploring): no Gumbel noise, or no root noise and the most visited action.
     """
     invalid_actions = 1.0 - root.embedding.action_mask.astype(root.prior_logits.dtype)
     common = dict(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn, num_simulations=num_simulations,
                   invalid_actions=invalid_actions, max_depth=max_depth)
     if search_policy == "gumbel_muzero":
         return mctx.gumbel_muzero_policy(
-            **common, qtransform=_legal_actions_only(mctx.qtransform_completed_by_mix_value),
-            gumbel_scale=0.0 if greedy else 1.0)
+            **common, qtransform=_legal_actions_only(mctx.qtransform_completed_by_mix_value))
     if search_policy == "muzero":
-        return mctx.muzero_policy(
-            **common, qtransform=_legal_actions_only(mctx.qtransform_by_parent_and_siblings),
-            dirichlet_fraction=0.0 if greedy else 0.25, temperature=0.0 if greedy else 1.0)
+        return mctx.muzero_policy(**common, qtransform=_legal_actions_only(mctx.qtransform_by_parent_and_siblings))
     raise ValueError(f"unknown search policy {search_policy!r}; choose one of {', '.join(SEARCH_POLICIES)}")
 
 

@@ -20,9 +20,8 @@ One update, on the off-policy skeleton (systems/off_policy.py):
   * **Loss.** Cross-entropy of the policy against the search's weights, and of the reward and value heads against
     two-hot targets, summed over the unroll; the dynamics' latent gradient is halved at every step (the paper's
     appendix G), so the unroll's gradient does not grow with K.
-  * **Evaluation.** As MuZero plays: a search in the learnt model from each observation (it needs nothing else), its
-    exploration noise off with `arch.evaluation_greedy`; or, with `system.search_at_evaluation=False`, the
-    prediction network's policy alone.
+  * **Evaluation.** The prediction network's policy at the representation of the observation (the evaluator gives
+    observations only); greedy with `arch.evaluation_greedy`.
 
 Reanalyse (recomputing stale targets with fresh searches) is not built: targets are the searches acted with.
 Continuous actions are refused, and so is a value support too small for the env's returns.
@@ -153,30 +152,19 @@ def learned_model(model: Model, support: Array, gamma: float) -> Callable:
     return recurrent_fn
 
 
-def make_search(model: Model, support: Array, system: DictConfig, greedy: bool = False) -> Callable:
-    """`search(params, observation [B], key) -> (root, mctx.PolicyOutput)`: a search in the learnt model from each
-    observation's latent (which needs nothing but the observation: MuZero can search wherever it plays)."""
+def make_act(model: Model, support: Array, system: DictConfig) -> off_policy.ActFn:
+    """A search from each observation's latent; the action the search chose, stored with what it said."""
     recurrent_fn = learned_model(model, support, float(system.gamma))
 
-    def search(params: Any, observation: Observation, key: jax.Array):
+    def act(params: Any, observation: Observation, key: jax.Array, global_env_steps: jax.Array):
+        del global_env_steps  # the search explores by itself: no schedule
         latent = model.represent(params, observation)
         logits, value_logits = model.predict(params, latent)
         mask = observation.action_mask
         root = mctx.RootFnOutput(prior_logits=mask_illegal(logits, mask), value=scalar_of(value_logits, support),
                                  embedding=LatentEmbedding(latent, mask))
-        return root, mcts.run_search(str(system.search_policy), params, key, root, recurrent_fn,
-                                     int(system.num_simulations), system.max_depth, greedy)
-
-    return search
-
-
-def make_act(model: Model, support: Array, system: DictConfig) -> off_policy.ActFn:
-    """A search from each observation's latent; the action the search chose, stored with what it said."""
-    search = make_search(model, support, system)
-
-    def act(params: Any, observation: Observation, key: jax.Array, global_env_steps: jax.Array):
-        del global_env_steps  # the search explores by itself: no schedule
-        root, output = search(params, observation, key)
+        output = mcts.run_search(str(system.search_policy), params, key, root, recurrent_fn,
+                                 int(system.num_simulations), system.max_depth)
         stored = SearchedAction(action=output.action, search_policy=output.action_weights,
                                 search_value=mcts.search_value(output),
                                 statistics=mcts.search_statistics(output, root.value))
@@ -304,7 +292,7 @@ def sequence_batches(system: DictConfig) -> replay.BatchView:
 
 
 def prediction_policy(model: Model, greedy: bool):
-    """The eval policy without search: the prediction network's policy at the observation's latent; eval params
+    """The eval policy: the prediction network's policy at the observation's latent; eval params
     `(params, obs_norm)`."""
 
     def policy_distribution(params: Any, observation: Observation) -> MaskedCategorical:
@@ -312,18 +300,6 @@ def prediction_policy(model: Model, greedy: bool):
         return MaskedCategorical(logits, observation.action_mask)
 
     return actor_policy(policy_distribution, greedy)
-
-
-def searching_policy(model: Model, support: Array, system: DictConfig, greedy: bool):
-    """The eval policy that plays as MuZero acts: a search in the learnt model at every step (without its
-    exploration noise when `greedy`); eval params `(params, obs_norm)`."""
-    search = make_search(model, support, system, greedy)
-
-    def policy(eval_params: Any, observation: Observation, key: jax.Array) -> Array:
-        params, _ = eval_params
-        return search(params, observation, key)[1].action
-
-    return policy
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
@@ -337,15 +313,13 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     optimizer = make_optimizer(system.model_lr, system.max_grad_norm,
                                budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
     model = model_of(network)
-    greedy = bool(config.arch.evaluation_greedy)
     return off_policy.learner_setup(
         env, key, config, budget,
         params=params, opt_states=optimizer.init(params),
         act=make_act(model, support, system),
         learn_from_batch=make_learn_from_batch(sequence_loss(model, support, system), optimizer.update),
         batches=sequence_batches(system),
-        eval_policy=(searching_policy(model, support, system, greedy) if system.search_at_evaluation
-                     else prediction_policy(model, greedy)),
+        eval_policy=prediction_policy(model, greedy=bool(config.arch.evaluation_greedy)),
         eval_params=lambda slot: (slot.params, slot.obs_norm),
         acting_metrics=acting_metrics,
     )
