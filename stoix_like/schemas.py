@@ -530,6 +530,9 @@ class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
     max_abs_reward: float = key(real(
         "(0, inf)", "the largest |reward| of one env step (CartPole: 1); a support short of max_abs_reward / (1 - "
                     "gamma) is refused"))
+    bootstrap_from: str = key(choice(("search", "network"), "what the n-step value targets bootstrap from: search, "
+                                     "the root value stored when the step was searched; network, the current "
+                                     "network's value of the successor (a reanalysed value)"))
 
 
 # system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is

@@ -11,9 +11,11 @@ One update, on the off-policy skeleton (systems/off_policy.py):
     stored with the search's action weights and root value (`SearchedAction`).
   * **Replay.** Overlapping sequences of `unroll_steps + n_step + 1` stored steps, uniformly sampled from a
     flashbax trajectory buffer (as R2D2 replays sequences).
-  * **Targets.** n-step returns from each step, bootstrapped as AlphaZero's are (`mcts.bootstrap_values`): the
-    stored search value of the next step while the episode goes on, the network's value at the true successor where
-    it ended (a truncation bootstraps, a termination's zero discount drops it). Along the K-step unroll
+  * **Targets.** n-step returns from each step. With `system.bootstrap_from=network` (the default) they bootstrap
+    from the current network's value of the true successor, recomputed at every gradient step (reanalyse of the
+    value only); with `search`, as AlphaZero's do (`mcts.bootstrap_values`), from the search value stored with the
+    next step while the episode goes on and the network's value at the true successor where it ended. Either way
+    a truncation bootstraps and a termination's zero discount drops it. Along the K-step unroll
     (`unroll_targets`), a position past a termination is absorbing: its value and reward targets are 0 and its
     policy is not trained. Past a truncation the episode went on outside the sequence, so nothing is known there
     and nothing is trained.
@@ -23,7 +25,8 @@ One update, on the off-policy skeleton (systems/off_policy.py):
   * **Evaluation.** The prediction network's policy at the representation of the observation (the evaluator gives
     observations only); greedy with `arch.evaluation_greedy`.
 
-Reanalyse (recomputing stale targets with fresh searches) is not built: targets are the searches acted with.
+Full reanalyse (recomputing the policy targets with fresh searches) is not built: the policy targets are the
+searches acted with; only the value bootstrap is recomputed.
 Continuous actions are refused, and so is a value support too small for the env's returns.
 """
 
@@ -240,6 +243,10 @@ def sequence_loss(model: Model, support: Array, system: DictConfig) -> Callable:
     """`loss(params, batch (L, B, ...)) -> (loss, metrics)` of a batch of replayed sequences."""
     k, n_step, gamma = int(system.unroll_steps), int(system.n_step), float(system.gamma)
     vf_coef = float(system.vf_coef)
+    # "network": a reanalysed bootstrap, the value the network gives the successor now (truncation-correct, as
+    # every successor is the true one); "search": the root value stored when the step was searched, stale by as
+    # many updates as the step is old
+    fresh_bootstraps = str(system.bootstrap_from) == "network"
 
     def network_value(params: Any, observation: Observation) -> Array:
         _, value_logits = model.predict(params, model.represent(params, observation))
@@ -248,9 +255,9 @@ def sequence_loss(model: Model, support: Array, system: DictConfig) -> Callable:
     def loss(params: Any, batch: replay.Transition) -> Tuple[Array, Dict[str, Array]]:
         searched: SearchedAction = batch.action
         successor_values = jax.lax.stop_gradient(network_value(params, batch.next_observation))
-        returns = n_step_returns(batch.reward, batch.discount, batch.last,
-                                 mcts.bootstrap_values(searched.search_value, successor_values, batch.last),
-                                 n_step, gamma)
+        bootstraps = (successor_values if fresh_bootstraps
+                      else mcts.bootstrap_values(searched.search_value, successor_values, batch.last))
+        returns = n_step_returns(batch.reward, batch.discount, batch.last, bootstraps, n_step, gamma)
         targets = unroll_targets(returns, batch.reward, batch.discount, batch.last, searched.search_policy, k)
         policy_logits, value_logits, reward_logits = unroll(
             model, params, jax.tree_util.tree_map(lambda x: x[0], batch.observation), searched.action[:k])
