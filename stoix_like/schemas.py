@@ -518,6 +518,19 @@ class SampledAZSchema(AZSchema):
 
 
 @dataclass
+class SPOSchema(CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    """SPO (config/system/spo.yaml): AlphaZero's on-policy learner, its plan a particle filter (SMC) over the env."""
+
+    gae_lambda: float = key(GAE_LAMBDA)
+    ent_coef: float = key(ENT_COEF)
+    num_particles: int = key(integer(POSITIVE_INT, "particles per plan, each an env copy acting by the policy"))
+    search_depth: int = key(integer(POSITIVE_INT, "env steps each particle looks ahead from the root"))
+    resample_period: int = key(integer(POSITIVE_INT, "steps between systematic resamplings of the particles (never "
+                                                     "after the last step; at least search_depth: never)"))
+    temperature: float = key(real("(0, inf)", "eta: each step moves a particle's log-weight by its TD error / eta"))
+
+
+@dataclass
 class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
     """MuZero (config/system/mz.yaml): one network (representation, dynamics, prediction) trained on replayed
     sequences unrolled K steps; rewards and values on a support in h-space."""
@@ -545,6 +558,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "mpo": MPOSchema, "vmpo": VMPOSchema,
     "az": AZSchema,
     "sampled_az": SampledAZSchema,
+    "spo": SPOSchema,
     "mz": MZSchema,
 }
 
