@@ -460,11 +460,15 @@ class TD3Schema(D4PGSchema):
     num_critics: int = key(NUM_CRITICS)
 
 
+# AWR's replayed actions and SPO's particles are weighted alike: one key, one range
+ADVANTAGE_TEMPERATURE = real("(0, inf)", "beta: weights exp(advantage / beta) (AWR: of replayed actions; SPO: of each "
+                                         "particle, every step adding its TD error / beta to its log-weight)")
+
+
 @dataclass
 class AWRSchema(CriticLearningRate, ActorLearningRate, SequenceReplayBlock, ReplayBlock, SystemBlock):
     gae_lambda: float = key(GAE_LAMBDA)
-    advantage_temperature: float = key(real("(0, inf)", "AWR's beta: replayed actions are weighted by "
-                                                        "exp(advantage / beta)"))
+    advantage_temperature: float = key(ADVANTAGE_TEMPERATURE)
     max_advantage_weight: float = key(real("(0, inf)", "AWR's w_max: the clip of every action's weight"))
     standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
 
@@ -527,7 +531,7 @@ class SPOSchema(CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, Sys
     search_depth: int = key(integer(POSITIVE_INT, "env steps each particle looks ahead from the root"))
     resample_period: int = key(integer(POSITIVE_INT, "steps between systematic resamplings of the particles (never "
                                                      "after the last step; at least search_depth: never)"))
-    temperature: float = key(real("(0, inf)", "eta: each step moves a particle's log-weight by its TD error / eta"))
+    advantage_temperature: float = key(ADVANTAGE_TEMPERATURE)
 
 
 @dataclass

@@ -364,7 +364,7 @@ BAD_INPUTS = [
     ("mz", ["system.num_simulations=0"], "system.num_simulations=0"),
     ("spo", ["system.num_particles=0"], "system.num_particles=0"),
     ("spo", ["system.search_depth=0"], "system.search_depth=0"),
-    ("spo", ["system.temperature=0"], "system.temperature=0"),
+    ("spo", ["system.advantage_temperature=0"], "system.advantage_temperature=0"),
     ("mz", ["system.unroll_steps=0"], "system.unroll_steps=0"),
     ("mz", ["env=gymnax/pendulum"], "Pendulum-v1 has continuous actions; mz searches over discrete ones"),
     # h⁻¹(5) ≈ 35 < 1 / (1 − 0.99): CartPole's returns would not fit the value support

@@ -72,8 +72,9 @@ def test_systematic_resampling_draws_each_particle_floor_or_ceiling_of_n_times_i
 
 
 # ------------------------------------------------------------------------------------------------- the plan
-# A toy env: AlphaZero's tests' walk on the integers, here with two actions (+0, +1), each rewarding its own size; the episode ends when the
-# position reaches `end_at` (terminating or truncating, as asked). Its observation is the position.
+# A toy env: AlphaZero's tests' walk on the integers, here with two actions (+0, +1), each rewarding its own size;
+# the episode ends when the position reaches `end_at` (terminating or truncating, as asked). Its observation is the
+# position.
 
 
 class Walk(IllegalThirdAction):
@@ -108,7 +109,8 @@ def networks(logits, value_is_position: bool) -> PolicyAndValue:
 def plan_walk(env: Environment, logits, value_is_position=False, num_particles=16, search_depth=1,
               resample_period=100, temperature=1.0, batch=2):
     system = OmegaConf.create(dict(num_particles=num_particles, search_depth=search_depth,
-                                   resample_period=resample_period, temperature=temperature, gamma=GAMMA))
+                                   resample_period=resample_period, advantage_temperature=temperature,
+                                   gamma=GAMMA))
     train_env = AutoReset(EpisodeMetrics(env))
     env_state, timestep = VmapWrapper(train_env).reset(jax.random.split(jax.random.PRNGKey(0), batch))
     plan = spo.smc_planner(train_env, networks(logits, value_is_position), system)
@@ -162,7 +164,7 @@ def test_a_particle_stops_where_its_episode_ends(terminates, smc_return):
 
 
 @pytest.mark.parametrize("override", ["system.num_particles=0", "system.search_depth=0", "system.resample_period=0",
-                                      "system.temperature=0"])
+                                      "system.advantage_temperature=0"])
 def test_bad_plan_settings_are_refused_before_anything_compiles(compose, override):
     with pytest.raises(ConfigError, match=override):
         config_schema.validate(compose("spo", [override]))

@@ -8,7 +8,8 @@ observations.
 
 Plain AlphaZero is for discrete actions; a continuous action space is refused. Sampled AlphaZero
 (sampled_alphazero.py) is this learner with another `SearchedPolicy`: K actions drawn at every node instead of
-every action, and the policy fitted to the search's weights over the root's draws.
+every action, and the policy fitted to the search's weights over the root's draws. SPO (spo.py) is this learner
+with another `Search`: a particle filter over env copies plans instead of a tree.
 """
 
 from __future__ import annotations
@@ -70,9 +71,10 @@ Plan = Callable[[Any, jax.Array, Any, Any], Tuple[Array, Array, Dict[str, Any]]]
 
 
 class Search(NamedTuple):
-    """How a search system acts and what its policy learns: `planner(env, networks, system config)` builds the plan
-    the rollout acts with, `networks` the policy and value taking (search params, observations [B]); `policy_loss(policy [B], targets [B], key) -> (loss, metrics)` fits the policy to
-    the plan's recorded targets."""
+    """How a search system acts and what its policy learns. `planner(env, networks, system config)` builds the plan
+    the rollout acts with, `networks` the policy and value of (search params, observations [B]);
+    `policy_loss(policy [B], targets [B], key) -> (loss, metrics)` fits the policy to the plan's recorded targets.
+    AlphaZero's and Sampled AlphaZero's plan is `tree_search`; SPO's a particle filter (spo.py)."""
 
     planner: Callable[[Environment, PolicyAndValue, DictConfig], Plan]
     policy_loss: Callable[[Any, Any, jax.Array], Tuple[Array, Dict[str, Array]]]

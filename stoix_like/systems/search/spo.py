@@ -5,10 +5,10 @@ The plan at each env step, from each env's current state (the model is the env i
 a JAX env state is a model state):
   1. N particles start at the root; each draws its first action from the policy, a_0^i ~ π(·|s).
   2. For `system.search_depth` steps every particle steps its own env copy with its action and reweights by its TD
-     error, log w_i += (r + γ·d·V(s') − V(s)) / η (η = `system.temperature`), then draws its next action from the
-     policy at s'. Where a particle's episode ends, s' is the true successor (`mcts.successor_observation`): a
-     truncation bootstraps γ·V of it, a termination's zero discount drops it, and the particle is dead from then on
-     (its weight no longer moves, its auto-reset env is ignored).
+     error, log w_i += (r + γ·d·V(s') − V(s)) / η (η = `system.advantage_temperature`, AWR's name for the same
+     idea), then draws its next action from the policy at s'. Where a particle's episode ends, s' is the true
+     successor (`mcts.successor_observation`): a truncation bootstraps γ·V of it, a termination's zero discount
+     drops it, and the particle is dead from then on (its weight no longer moves, its auto-reset env is ignored).
   3. Every `system.resample_period` steps (never after the last) the particles are resampled systematically
      (ops/smc.py) and their weights reset: a resampled particle keeps its ancestor's first action, so the
      population concentrates on first actions whose futures look best.
@@ -73,7 +73,8 @@ def smc_planner(env: Environment, networks: PolicyAndValue, system: DictConfig) 
     """The SMC plan (module docstring) for a batch of roots `[B]`, one particle filter of `system.num_particles`
     each, `system.search_depth` steps deep."""
     num_particles, depth = int(system.num_particles), int(system.search_depth)
-    resample_period, temperature, gamma = int(system.resample_period), float(system.temperature), float(system.gamma)
+    resample_period = int(system.resample_period)
+    temperature, gamma = float(system.advantage_temperature), float(system.gamma)
     particle_env = VmapWrapper(env)
 
     def advance(search_params: Any, particles: Particles, policy: Any, action: Array) -> Particles:
