@@ -460,11 +460,15 @@ class TD3Schema(D4PGSchema):
     num_critics: int = key(NUM_CRITICS)
 
 
+# AWR's replayed actions and SPO's particles are weighted alike: one key, one range
+ADVANTAGE_TEMPERATURE = real("(0, inf)", "beta: weights exp(advantage / beta) (AWR: of replayed actions; SPO: of each "
+                                         "particle, every step adding its TD error / beta to its log-weight)")
+
+
 @dataclass
 class AWRSchema(CriticLearningRate, ActorLearningRate, SequenceReplayBlock, ReplayBlock, SystemBlock):
     gae_lambda: float = key(GAE_LAMBDA)
-    advantage_temperature: float = key(real("(0, inf)", "AWR's beta: replayed actions are weighted by "
-                                                        "exp(advantage / beta)"))
+    advantage_temperature: float = key(ADVANTAGE_TEMPERATURE)
     max_advantage_weight: float = key(real("(0, inf)", "AWR's w_max: the clip of every action's weight"))
     standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
 
@@ -518,6 +522,19 @@ class SampledAZSchema(AZSchema):
 
 
 @dataclass
+class SPOSchema(CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
+    """SPO (config/system/spo.yaml): AlphaZero's on-policy learner, its plan a particle filter (SMC) over the env."""
+
+    gae_lambda: float = key(GAE_LAMBDA)
+    ent_coef: float = key(ENT_COEF)
+    num_particles: int = key(integer(POSITIVE_INT, "particles per plan, each an env copy acting by the policy"))
+    search_depth: int = key(integer(POSITIVE_INT, "env steps each particle looks ahead from the root"))
+    resample_period: int = key(integer(POSITIVE_INT, "steps between systematic resamplings of the particles (never "
+                                                     "after the last step; at least search_depth: never)"))
+    advantage_temperature: float = key(ADVANTAGE_TEMPERATURE)
+
+
+@dataclass
 class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
     """MuZero (config/system/mz.yaml): one network (representation, dynamics, prediction) trained on replayed
     sequences unrolled K steps; rewards and values on a support in h-space."""
@@ -548,6 +565,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "mpo": MPOSchema, "vmpo": VMPOSchema,
     "az": AZSchema,
     "sampled_az": SampledAZSchema,
+    "spo": SPOSchema,
     "mz": MZSchema,
 }
 

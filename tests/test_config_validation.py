@@ -362,6 +362,9 @@ BAD_INPUTS = [
     ("az", ["system.num_simulations=0"], "system.num_simulations=0"),
     ("az", ["system.search_policy=alphago"], "system.search_policy=alphago"),
     ("mz", ["system.num_simulations=0"], "system.num_simulations=0"),
+    ("spo", ["system.num_particles=0"], "system.num_particles=0"),
+    ("spo", ["system.search_depth=0"], "system.search_depth=0"),
+    ("spo", ["system.advantage_temperature=0"], "system.advantage_temperature=0"),
     ("mz", ["system.unroll_steps=0"], "system.unroll_steps=0"),
     ("mz", ["env=gymnax/pendulum"], "Pendulum-v1 has continuous actions; mz searches over discrete ones"),
     # h⁻¹(5) ≈ 35 < 1 / (1 − 0.99): CartPole's returns would not fit the value support
@@ -406,7 +409,8 @@ BAD_INPUTS += RENAMED_INPUTS
 # Rows also run as real `python -m experiments.<algo>` processes: the exit code, one line, no traceback.
 AS_SUBPROCESS = {"system.actor_lr=-1e-3", "system.gamma=1.5", "arch.num_eval_episodes=0", "system.total_buffer_size=32",
                  "system.init_alpha=0", "num_episodes=0", "system.critic_lr=3e-4", "network=mlp_dpg",
-                 "system.top_k_fraction=1.5", "system.num_simulations=0"}
+                 "system.top_k_fraction=1.5", "system.num_simulations=0",
+                 "system.num_particles=0"}
 # A refusal comes before any long work: no learner compiled (checked in the output) and well within a training
 # run's first minute. The bound is loose on purpose: under a loaded CPU (two xdist workers beside other jobs, load
 # 8 on 2 cores) a refusal that builds its env first took 14 s; a late refusal (after compiling) takes minutes.

@@ -10,6 +10,7 @@ A family folder holds its algorithms beside the one module they share:
                  · mpo.py
   search/        mcts.py (mctx: the env as model, the root, the search policy, search statistics) · alphazero.py
                  · sampled_alphazero.py (AlphaZero's learner over K actions drawn at every node: continuous actions)
+                 · spo.py (AlphaZero's learner planning with a particle filter, SMC: either action kind)
                  · muzero.py (a learnt model, on replayed sequences through off_policy.py)
   off_policy.py  the replay-based skeleton that q_learning/, actor_critic/ and MuZero build on
   dual_variables.py  what MPO and V-MPO share (KL bounds per action kind, dual variables, the M-step)
@@ -33,7 +34,8 @@ MODULE_OF = {
     "sac": "actor_critic.sac", "td3": "actor_critic.td3", "ddpg": "actor_critic.td3", "d4pg": "actor_critic.d4pg",
     "awr": "actor_critic.awr",
     "mpo": "actor_critic.mpo", "vmpo": "on_policy.vmpo",
-    "az": "search.alphazero", "sampled_az": "search.sampled_alphazero", "mz": "search.muzero",
+    "az": "search.alphazero", "sampled_az": "search.sampled_alphazero", "spo": "search.spo",
+    "mz": "search.muzero",
 }
 
 

@@ -8,7 +8,8 @@ observations.
 
 Plain AlphaZero is for discrete actions; a continuous action space is refused. Sampled AlphaZero
 (sampled_alphazero.py) is this learner with another `SearchedPolicy`: K actions drawn at every node instead of
-every action, and the policy fitted to the search's weights over the root's draws.
+every action, and the policy fitted to the search's weights over the root's draws. SPO (spo.py) is this learner
+with another `Search`: a particle filter over env copies plans instead of a tree.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from stoix_like import experiment, normalization, parallel
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
+from stoix_like.networks.actor_critic import PolicyAndValue
 from stoix_like.ops.losses import l2_loss, policy_distillation_loss
 from stoix_like.ops.returns import lambda_returns
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
@@ -62,9 +64,53 @@ EVERY_ACTION = SearchedPolicy(expand=_every_action, env_action=mcts.index_is_act
                               policy_loss=_distil_search_weights)
 
 
+# plan(search params, key, env states [B], timesteps [B]) -> (action to store [B], env action [B, ...], recorded):
+# `recorded` holds "policy_target" (what the policy is fitted to at this step), "search_value" ([B], what the value
+# targets bootstrap from, `mcts.bootstrap_values`) and "statistics" ({name: [B]}, logged as their means)
+Plan = Callable[[Any, jax.Array, Any, Any], Tuple[Array, Array, Dict[str, Any]]]
+
+
+class Search(NamedTuple):
+    """How a search system acts and what its policy learns. `planner(env, networks, system config)` builds the plan
+    the rollout acts with, `networks` the policy and value of (search params, observations [B]);
+    `policy_loss(policy [B], targets [B], key) -> (loss, metrics)` fits the policy to the plan's recorded targets.
+    AlphaZero's and Sampled AlphaZero's plan is `tree_search`; SPO's a particle filter (spo.py)."""
+
+    planner: Callable[[Environment, PolicyAndValue, DictConfig], Plan]
+    policy_loss: Callable[[Any, Any, jax.Array], Tuple[Array, Dict[str, Array]]]
+
+
+def tree_search(searched: SearchedPolicy) -> Search:
+    """AlphaZero's plan: an mctx tree search (`system.search_policy`) whose model is the env and whose nodes the
+    network expands as `searched` says."""
+
+    def planner(env: Environment, networks: PolicyAndValue, system: DictConfig) -> Plan:
+        def expand(search_params: Any, key: jax.Array, observation: Observation) -> mcts.Expansion:
+            return searched.expand(networks.policy(search_params, observation),
+                                   networks.value(search_params, observation), observation, key)
+
+        recurrent_fn = mcts.env_model(env, expand, float(system.gamma), searched.env_action)
+
+        def plan(search_params: Any, key: jax.Array, env_state: Any, timestep: Any):
+            root_key = jax.random.fold_in(key, 0)  # the root's own draws (Sampled AlphaZero's); the search keeps `key`
+            root = mcts.network_root(expand, search_params, root_key, env_state, timestep)
+            output = mcts.run_search(str(system.search_policy), search_params, key, root, recurrent_fn,
+                                     int(system.num_simulations), system.max_depth)
+            recorded = {"policy_target": searched.policy_target(root, output),
+                        "search_value": mcts.search_value(output),
+                        "statistics": mcts.search_statistics(output, root.value)}
+            return output.action, searched.env_action(root.embedding.actions, output.action), recorded
+
+        return plan
+
+    return Search(planner=planner, policy_loss=searched.policy_loss)
+
+
 def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticUpdateFns,
-                   config: DictConfig, budget: Budget, searched: SearchedPolicy = EVERY_ACTION) -> Learner:
-    """`env` is the unbatched train env: the learner steps a batch of it, and the search a copy of each."""
+                   config: DictConfig, budget: Budget, search: Search | None = None) -> Learner:
+    """`env` is the unbatched train env: the learner steps a batch of it, and the search copies of each.
+    `search` defaults to AlphaZero's tree search over every action."""
+    search = tree_search(EVERY_ACTION) if search is None else search
     system = config.system
     actor_apply, critic_apply = apply_fns
     batched_env = VmapWrapper(env)
@@ -73,23 +119,16 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
         params, obs_norm = search_params
         return critic_apply(params.critic, normalization.normalize(obs_norm, observation))
 
-    def expand(search_params: Tuple[Any, Any], key: jax.Array, observation: Observation) -> mcts.Expansion:
+    def policy_of(search_params: Tuple[Any, Any], observation: Observation) -> Any:
         params, obs_norm = search_params
-        dist = actor_apply(params.actor, normalization.normalize(obs_norm, observation))
-        return searched.expand(dist, value_of(search_params, observation), observation, key)
+        return actor_apply(params.actor, normalization.normalize(obs_norm, observation))
 
-    recurrent_fn = mcts.env_model(env, expand, float(system.gamma), searched.env_action)
+    plan = search.planner(env, PolicyAndValue(policy=policy_of, value=value_of), system)
 
     def act(state: OnPolicyLearnerState, observation: Observation, key: jax.Array):
         del observation  # the root's network normalises the observation itself, beside the env state it searches
-        search_params = (state.params, state.obs_norm)
-        root_key = jax.random.fold_in(key, 0)  # the root's own draws (Sampled AlphaZero's); the search keeps `key`
-        root = mcts.network_root(expand, search_params, root_key, state.env_state, state.timestep)
-        output = mcts.run_search(str(system.search_policy), search_params, key, root, recurrent_fn,
-                                 int(system.num_simulations), system.max_depth)
-        recorded = {"policy_target": searched.policy_target(root, output), "search_value": mcts.search_value(output),
-                    **mcts.search_statistics(output, root.value)}
-        return state, output.action, searched.env_action(root.embedding.actions, output.action), recorded
+        action, env_action, recorded = plan((state.params, state.obs_norm), key, state.env_state, state.timestep)
+        return state, action, env_action, recorded
 
     def value_targets(state: OnPolicyLearnerState, steps) -> Array:
         """λ-returns bootstrapped as `mcts.bootstrap_values` says (with λ near 1 the value network's bootstrap
@@ -104,8 +143,8 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
         )
 
     def actor_loss(actor_params, obs_norm, observation: Observation, policy_targets: Any, key: jax.Array):
-        return searched.policy_loss(actor_apply(actor_params, normalization.normalize(obs_norm, observation)),
-                                    policy_targets, key)
+        return search.policy_loss(actor_apply(actor_params, normalization.normalize(obs_norm, observation)),
+                                  policy_targets, key)
 
     def critic_loss(critic_params, obs_norm, observation: Observation, targets: Array):
         values = critic_apply(critic_params, normalization.normalize(obs_norm, observation))
@@ -129,20 +168,20 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
         state, train_metrics = rollout.learn_from_rollout(
             update_minibatch, state, (steps.observation, steps.policy_extras["policy_target"], targets),
             steps.observation, system)
-        search_metrics = {name: jnp.mean(steps.policy_extras[name]) for name in mcts.SEARCH_STATISTICS}
+        search_metrics = {name: jnp.mean(values) for name, values in steps.policy_extras["statistics"].items()}
         return state, LearnerOutput(episode_metrics=steps.episode_metrics,
                                     train_metrics={**train_metrics, **search_metrics})
 
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
-           searched: SearchedPolicy = EVERY_ACTION) -> SystemSetup:
+def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, search: Search | None = None
+           ) -> SystemSetup:
     """A search system's `learner_setup` once its input is checked: AlphaZero's networks (the actor-critic's), and
-    the learner that searches with `searched`."""
+    the learner that acts with `search` (AlphaZero's tree search over every action when None)."""
     parts = policy_gradient.build_actor_critic(env, key, config, budget)
     return SystemSetup(
-        learner_fn=get_learner_fn(env, parts.apply_fns, parts.update_fns, config, budget, searched),
+        learner_fn=get_learner_fn(env, parts.apply_fns, parts.update_fns, config, budget, search),
         learner_state=parts.learner_state,
         eval_policy=parts.eval_policy,
         eval_params=policy_gradient.eval_params,

@@ -76,6 +76,17 @@ def network_root(expand: Expand, params: Any, key: jax.Array, env_state: EnvStat
                              embedding=EnvEmbedding(env_state, node.action_mask, node.actions))
 
 
+def successor_observation(timestep: TimeStep) -> Observation:
+    """`[B]` the observation a step's value is taken at: the true successor (`extras["next_obs"]`) where the episode
+    ended, whose value is a truncation's bootstrap (a termination's zero discount drops it), and elsewhere the
+    observation the env continues from. Its action mask is the continuing observation's."""
+    ended = timestep.last()
+    evaluated = jax.tree_util.tree_map(lambda successor, continued: jnp.where(
+        ended.reshape(ended.shape + (1,) * (successor.ndim - 1)), successor, continued),
+        timestep.extras["next_obs"], timestep.observation)
+    return evaluated._replace(action_mask=timestep.observation.action_mask)
+
+
 def env_model(env: Environment, expand: Expand, gamma: float, env_action: EnvAction = index_is_action
               ) -> Callable:
     """mctx's `recurrent_fn(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)`, stepping
@@ -96,11 +107,8 @@ def env_model(env: Environment, expand: Expand, gamma: float, env_action: EnvAct
                      ) -> Tuple[mctx.RecurrentFnOutput, EnvEmbedding]:
         env_state, timestep = batched_env.step(embedding.env_state, env_action(embedding.actions, action))
         ended = timestep.last()
-        evaluated = jax.tree_util.tree_map(lambda successor, continued: jnp.where(
-            ended.reshape(ended.shape + (1,) * (successor.ndim - 1)), successor, continued),
-            timestep.extras["next_obs"], timestep.observation)
-        # the node's legal actions are those of the state its env state continues from, wherever it ended
-        node = expand(params, key, evaluated._replace(action_mask=timestep.observation.action_mask))
+        evaluated = successor_observation(timestep)
+        node = expand(params, key, evaluated)
         discount = gamma * timestep.discount  # 0 on termination: a terminal state's value is 0
         output = mctx.RecurrentFnOutput(
             reward=timestep.reward + jnp.where(ended, discount * node.value, 0.0),

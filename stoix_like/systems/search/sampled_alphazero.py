@@ -17,7 +17,7 @@ A discrete env is refused (plain AlphaZero searches every action); so is `system
 
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -35,8 +35,25 @@ from stoix_like.types import Array, Observation
 
 
 def log_probs_of_draws(dist: Any, draws: Array) -> Array:
-    """`[B, K]` log π(a_k|s) of each state's K draws `[B, K, D]` (pre-tanh) under the policy `[B]`."""
+    """`[B, K]` log π(a_k|s) of each state's K draws `[B, K, D]` (pre-tanh; `[B, K]` for discrete actions) under
+    the policy `[B]`."""
     return jax.vmap(dist.log_prob, in_axes=1, out_axes=1)(draws)
+
+
+def fit_to_weighted_draws(ent_coef: float) -> Callable[[Any, Tuple[Array, Array], jax.Array],
+                                                         Tuple[Array, Dict[str, Array]]]:
+    """The policy loss of a search that weighs draws: −Σ_k w_k log π(a_k|s) over each state's draws `[B, K, ...]`
+    (pre-tanh when continuous, indices when discrete) with their weights `[B, K]`, minus `ent_coef` × entropy.
+    Sampled AlphaZero's draws are the root's, SPO's its particles' first actions."""
+
+    def policy_loss(dist: Any, target: Tuple[Array, Array], key: jax.Array) -> Tuple[Array, Dict[str, Array]]:
+        draws, search_weights = target
+        weights = jax.lax.stop_gradient(search_weights)
+        loss = -jnp.mean(jnp.sum(weights * log_probs_of_draws(dist, draws), axis=-1))
+        entropy = jnp.mean(dist.entropy(key))
+        return loss - ent_coef * entropy, {"actor_loss": loss, "entropy": entropy}
+
+    return policy_loss
 
 
 def sampled_policy(num_sampled_actions: int, action_space: ContinuousActionSpace, ent_coef: float
@@ -61,15 +78,8 @@ def sampled_policy(num_sampled_actions: int, action_space: ContinuousActionSpace
     def policy_target(root, output) -> Tuple[Array, Array]:
         return root.embedding.actions, output.action_weights
 
-    def policy_loss(dist: Any, target: Tuple[Array, Array], key: jax.Array) -> Tuple[Array, Dict[str, Array]]:
-        draws, search_weights = target
-        weights = jax.lax.stop_gradient(search_weights)
-        loss = -jnp.mean(jnp.sum(weights * log_probs_of_draws(dist, draws), axis=-1))
-        entropy = jnp.mean(dist.entropy(key))
-        return loss - ent_coef * entropy, {"actor_loss": loss, "entropy": entropy}
-
     return alphazero.SearchedPolicy(expand=expand, env_action=env_action, policy_target=policy_target,
-                                    policy_loss=policy_loss)
+                                    policy_loss=fit_to_weighted_draws(ent_coef))
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
@@ -79,7 +89,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         raise ConfigError(f"system.num_sampled_actions=null: {system.system_name} draws that many actions at every "
                           f"search node; give a positive integer (e.g. 8).")
     searched = sampled_policy(int(system.num_sampled_actions), action_space, float(system.ent_coef))
-    return alphazero.set_up(env, key, config, budget, searched)
+    return alphazero.set_up(env, key, config, budget, alphazero.tree_search(searched))
 
 
 def run_experiment(config: DictConfig) -> float:
