@@ -472,8 +472,9 @@ class AWRSchema(CriticLearningRate, ActorLearningRate, SequenceReplayBlock, Repl
 # MPO's E-step and Sampled AlphaZero's search nodes weigh K sampled actions: one key, one range
 NUM_SAMPLED_ACTIONS = integer(
     POSITIVE_INT, "continuous actions: actions sampled from the policy per state (MPO: from the target policy, for the "
-                  "E-step and the Q-network's bootstrap; Sampled AlphaZero: at every search node, the actions it "
-                  "searches); null for discrete actions, whose every action is weighed (refused by sampled_az)",
+                  "E-step and the Q-network's bootstrap; Sampled AlphaZero and Sampled MuZero: at every search node, "
+                  "the actions it searches); null for discrete actions, whose every action is weighed (refused by "
+                  "sampled_az and sampled_mz)",
     nullable=True)
 
 
@@ -532,6 +533,13 @@ class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
                     "gamma) is refused"))
 
 
+@dataclass
+class SampledMZSchema(MZSchema):
+    """Sampled MuZero (config/system/sampled_mz.yaml): MuZero's keys and the draws per search node."""
+
+    num_sampled_actions: Optional[int] = key(NUM_SAMPLED_ACTIONS)
+
+
 # system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is
 # the network's)
 SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
@@ -546,6 +554,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "az": AZSchema,
     "sampled_az": SampledAZSchema,
     "mz": MZSchema,
+    "sampled_mz": SampledMZSchema,
 }
 
 
