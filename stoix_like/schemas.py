@@ -531,6 +531,8 @@ class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
     max_abs_reward: float = key(real(
         "(0, inf)", "the largest |reward| of one env step (CartPole: 1); a support short of max_abs_reward / (1 - "
                     "gamma) is refused"))
+    evaluate_with_search: bool = key(flag(
+        "the learnt model's search plays when judged, as it acts in training; off: the prediction network's policy"))
 
 
 @dataclass

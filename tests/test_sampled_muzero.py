@@ -166,3 +166,22 @@ def test_a_short_run_runs(compose):
                                     "system.num_simulations=4", "system.gradient_steps_per_update=2",
                                     "system.total_batch_size=8", "system.total_buffer_size=4096"])
     assert np.isfinite(sampled_muzero.run_experiment(config))
+
+
+# The shipped budget (config/sampled_mz.yaml) takes minutes for 4 seeds on 2 shared cores, beyond the CI budget,
+# so CI checks a smaller claim that can still fail: a fraction of the steps lifts 4 seeds clear of a random
+# policy's ~-1,250 (the first population, 16 gradient steps per update, stayed at IQM -1,329 at 64,256 steps). The
+# target itself (IQM >= -400, at most one seed below -400) is measured by
+# `benchmarks/learning_table.py --algorithms sampled_mz`, its figures in config/sampled_mz.yaml.
+# Measured: MEASURED_FIGURE
+CI_STEPS = CI_STEPS_VALUE
+CI_IQM_AT_LEAST = CI_BAR_VALUE
+
+
+@pytest.mark.slow
+def test_sampled_muzero_learns_pendulum(compose):
+    from stoix_like.learning_population import check_smaller_claim
+
+    cleared, verdict = check_smaller_claim("sampled_mz", compose, CI_STEPS, CI_IQM_AT_LEAST)
+    print(verdict)
+    assert cleared, verdict

@@ -20,8 +20,9 @@ One update, on the off-policy skeleton (systems/off_policy.py):
   * **Loss.** Cross-entropy of the policy against the search's weights, and of the reward and value heads against
     two-hot targets, summed over the unroll; the dynamics' latent gradient is halved at every step (the paper's
     appendix G), so the unroll's gradient does not grow with K.
-  * **Evaluation.** The prediction network's policy at the representation of the observation (the evaluator gives
-    observations only); greedy with `arch.evaluation_greedy`.
+  * **Evaluation.** The prediction network's policy at the representation of the observation; greedy with
+    `arch.evaluation_greedy`. With `system.evaluate_with_search` the search itself plays (it needs the observation
+    only), as it acts in training.
 
 Reanalyse (recomputing stale targets with fresh searches) is not built: targets are the searches acted with.
 Continuous actions are refused, and so is a value support too small for the env's returns.
@@ -43,7 +44,7 @@ import mctx
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import experiment, parallel, replay
+from stoix_like import experiment, normalization, parallel, replay
 from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_init
 from stoix_like.envs.environment import ActionSpace, DiscreteActionSpace, Environment, example_observation
@@ -192,27 +193,39 @@ def learned_model(model: Model, support: Array, gamma: float, searched: Searched
     return recurrent_fn
 
 
-def make_act(model: Model, support: Array, system: DictConfig, searched: SearchedActions = EVERY_ACTION
-             ) -> off_policy.ActFn:
-    """A search from each observation's latent; the action the search chose, stored with what it said (the
-    dynamics' input for the unroll, the policy's target)."""
+def make_search(model: Model, support: Array, system: DictConfig, searched: SearchedActions = EVERY_ACTION
+                ) -> Callable[[Any, Observation, jax.Array], Tuple[mctx.RootFnOutput, mctx.PolicyOutput]]:
+    """`search(params, observations [B], key) -> (root, search output)`: a search from each observation's latent."""
     recurrent_fn = learned_model(model, support, float(system.gamma), searched)
 
-    def act(params: Any, observation: Observation, key: jax.Array, global_env_steps: jax.Array):
-        del global_env_steps  # the search explores by itself: no schedule
+    def search(params: Any, observation: Observation, key: jax.Array):
         latent = model.represent(params, observation)
         policy, value_logits = model.predict(params, latent)
         root_key = jax.random.fold_in(key, 0)  # the root's own draws (Sampled MuZero's); the search keeps `key`
         node = searched.expand(policy, scalar_of(value_logits, support), observation.action_mask, root_key)
         root = mctx.RootFnOutput(prior_logits=mask_illegal(node.prior_logits, node.action_mask), value=node.value,
                                  embedding=LatentEmbedding(latent, node.action_mask, node.actions))
-        output = mcts.run_search(str(system.search_policy), params, key, root, recurrent_fn,
-                                 int(system.num_simulations), system.max_depth)
-        stored = SearchedAction(action=searched.model_action(node.actions, output.action),
+        return root, mcts.run_search(str(system.search_policy), params, key, root, recurrent_fn,
+                                     int(system.num_simulations), system.max_depth)
+
+    return search
+
+
+def make_act(model: Model, support: Array, system: DictConfig, searched: SearchedActions = EVERY_ACTION
+             ) -> off_policy.ActFn:
+    """A search from each observation's latent; the action the search chose, stored with what it said (the
+    dynamics' input for the unroll, the policy's target)."""
+    search = make_search(model, support, system, searched)
+
+    def act(params: Any, observation: Observation, key: jax.Array, global_env_steps: jax.Array):
+        del global_env_steps  # the search explores by itself: no schedule
+        root, output = search(params, observation, key)
+        actions = root.embedding.actions
+        stored = SearchedAction(action=searched.model_action(actions, output.action),
                                 search_policy=searched.policy_target(root, output),
                                 search_value=mcts.search_value(output),
                                 statistics=mcts.search_statistics(output, root.value))
-        return stored, searched.env_action(node.actions, output.action)
+        return stored, searched.env_action(actions, output.action)
 
     return act
 
@@ -348,6 +361,22 @@ def prediction_policy(model: Model, greedy: bool, searched: SearchedActions = EV
     return actor_policy(policy_distribution, greedy)
 
 
+def searching_policy(model: Model, support: Array, system: DictConfig, greedy: bool,
+                     searched: SearchedActions = EVERY_ACTION):
+    """The eval policy with `system.evaluate_with_search`: the search acting sees observations only, so it plays as
+    it acted in training; greedy, the search action of highest weight (else the one the search chose). Eval params
+    `(params, obs_norm)`."""
+    search = make_search(model, support, system, searched)
+
+    def policy(eval_params: Any, observation: Observation, key: jax.Array) -> Array:
+        params, obs_norm = eval_params
+        root, output = search(params, normalization.normalize(obs_norm, observation), key)
+        index = jnp.argmax(output.action_weights, axis=-1) if greedy else output.action
+        return searched.env_action(root.embedding.actions, index)
+
+    return policy
+
+
 def example_action(action_space: ActionSpace) -> Array:
     """One action `[1, ...]` of the kind the dynamics reads (what `init` traces)."""
     if isinstance(action_space, DiscreteActionSpace):
@@ -374,7 +403,9 @@ def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
         act=make_act(model, support, system, searched),
         learn_from_batch=make_learn_from_batch(sequence_loss(model, support, system, searched), optimizer.update),
         batches=sequence_batches(system),
-        eval_policy=prediction_policy(model, greedy=bool(config.arch.evaluation_greedy), searched=searched),
+        eval_policy=(searching_policy(model, support, system, bool(config.arch.evaluation_greedy), searched)
+                     if system.evaluate_with_search else
+                     prediction_policy(model, greedy=bool(config.arch.evaluation_greedy), searched=searched)),
         eval_params=lambda slot: (slot.params, slot.obs_norm),
         acting_metrics=acting_metrics,
     )
