@@ -11,8 +11,10 @@ the root's draws and the search's weights over them, and the action taken; the u
 taken, and the policy at every unrolled position k is fitted to the search of step t + k:
 −Σ_j w_j log π(a_j | latent_k). The fit pulls the policy's scale towards the spread of the draws the search weighs
 most, so the shipped network floors it (`network.prediction_network.action_head.min_scale`), as Sampled
-AlphaZero's does. Rewards, values, targets and the unroll's masks are MuZero's. Evaluation plays the prediction
-network's policy at the observation's latent (its mean with `arch.evaluation_greedy`).
+AlphaZero's does. Rewards, values, targets and the unroll's masks are MuZero's. The shipped config judges the
+search itself (`system.evaluate_with_search`: it needs the observation only), the draw of highest search weight
+with `arch.evaluation_greedy`; off, the prediction network's policy plays alone (its mean when greedy), which on
+Pendulum lags the search by hundreds of return at the same step (config/sampled_mz.yaml).
 
 A discrete env is refused (plain MuZero searches every action); so is `system.num_sampled_actions=null`, and a
 value support too small for the env's returns (MuZero's check).
