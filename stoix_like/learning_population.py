@@ -6,7 +6,7 @@ Shared by the learning tests and `benchmarks/learning_table.py`, so that both ma
 from __future__ import annotations
 
 import time
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Sequence
 
 from omegaconf import DictConfig
 
@@ -48,16 +48,19 @@ def train_population(algorithm: str, compose: Callable[[str, Sequence[str]], Dic
     return PopulationRun(algorithm, target, summary, result.steps_done, wall_seconds, shortfalls(target, summary))
 
 
-def check_smaller_claim(algorithm: str, compose: Callable[[str, Sequence[str]], DictConfig], total_timesteps: int,
-                        iqm_at_least: float, num_seeds: int = 4) -> Tuple[bool, str]:
+def require_smaller_claim(algorithm: str, compose: Callable[[str, Sequence[str]], DictConfig], total_timesteps: int,
+                          iqm_at_least: float, num_seeds: int = 4) -> str:
     """CI's learning check where the target's budget is too long for CI: seeds 0 .. num_seeds - 1 at
     `total_timesteps` steps, judged by a smaller IQM bar of the test's own (not by the target's verdict, which is the
-    full target's at the full budget). Returns whether the IQM cleared the bar, and the verdict to print."""
+    full target's at the full budget). Returns the verdict; raises AssertionError with it where the IQM is below
+    the bar."""
     run = train_population(algorithm, compose, first_seed=0, num_seeds=num_seeds,
                            overrides=[f"arch.total_timesteps={total_timesteps}"])
     verdict = (f"{algorithm}, {total_timesteps:,} steps per seed: {run.summary.describe()}; CI's bar: IQM >= "
                f"{iqm_at_least:g}")
-    return run.summary.iqm >= iqm_at_least, verdict
+    if not run.summary.iqm >= iqm_at_least:
+        raise AssertionError(verdict)
+    return verdict
 
 
 class MemoryComparison(NamedTuple):
