@@ -49,13 +49,13 @@ def train_population(algorithm: str, compose: Callable[[str, Sequence[str]], Dic
 
 
 def require_smaller_claim(algorithm: str, compose: Callable[[str, Sequence[str]], DictConfig], total_timesteps: int,
-                          iqm_at_least: float, num_seeds: int = 4) -> str:
+                          iqm_at_least: float, num_seeds: int = 4, overrides: Sequence[str] = ()) -> str:
     """CI's learning check where the target's budget is too long for CI: seeds 0 .. num_seeds - 1 at
-    `total_timesteps` steps, judged by a smaller IQM bar of the test's own (not by the target's verdict, which is the
+    `total_timesteps` steps (and `overrides`), judged by a smaller IQM bar of the test's own (not by the target's verdict, which is the
     full target's at the full budget). Returns the verdict; raises AssertionError with it where the IQM is below
     the bar."""
     run = train_population(algorithm, compose, first_seed=0, num_seeds=num_seeds,
-                           overrides=[f"arch.total_timesteps={total_timesteps}"])
+                           overrides=[f"arch.total_timesteps={total_timesteps}", *overrides])
     verdict = (f"{algorithm}, {total_timesteps:,} steps per seed: {run.summary.describe()}; CI's bar: IQM >= "
                f"{iqm_at_least:g}")
     if not run.summary.iqm >= iqm_at_least:

@@ -168,18 +168,20 @@ def test_a_short_run_runs(compose):
     assert np.isfinite(sampled_muzero.run_experiment(config))
 
 
-# The shipped budget (config/sampled_mz.yaml) takes minutes for 4 seeds on 2 shared cores, beyond the CI budget,
-# so CI checks a smaller claim that can still fail: a fraction of the steps lifts 4 seeds clear of a random
-# policy's ~-1,250 (the first population, 16 gradient steps per update, stayed at IQM -1,329 at 64,256 steps). The
-# target itself (IQM >= -400, at most one seed below -400) is measured by
-# `benchmarks/learning_table.py --algorithms sampled_mz`, its figures in config/sampled_mz.yaml.
-# Measured: MEASURED_FIGURE
-CI_STEPS = 13056  # 256 warm-up steps + 5 evaluations x 10 updates x 16 steps x 16 envs
-CI_IQM_AT_LEAST = -900.0
+# The shipped budget (config/sampled_mz.yaml: 64,256 steps) takes ~5 minutes for 4 seeds on 2 shared cores, beyond
+# the CI budget, so CI checks a smaller claim that can still fail: 40% of the steps, one evaluation, lift 4 seeds
+# clear of a random policy's ~-1,250 (13,056 steps left them there: IQM -1,171.3). The target itself (IQM >= -400, at
+# most one seed below -400) is measured by `benchmarks/learning_table.py --algorithms sampled_mz`, its figures in
+# config/sampled_mz.yaml.
+# Measured: IQM -476.9 [95% CI -709.9, -204.1] over seeds 0..3 (-312.5, -641.2, -709.9, -204.1), 144 s on 2 cores
+# shared with two other trainings (compile 40 s, learning 53 s; more than CI's ~80 s a test: the search evaluates).
+CI_STEPS = 25856  # 256 warm-up steps + 1 evaluation x 100 updates x 16 steps x 16 envs
+CI_OVERRIDES = ["arch.num_evaluation=1"]  # each evaluation is 8 episodes of searches: one, then the absolute one
+CI_IQM_AT_LEAST = -800.0
 
 
 @pytest.mark.slow
 def test_sampled_muzero_learns_pendulum(compose):
     from stoix_like.learning_population import require_smaller_claim
 
-    print(require_smaller_claim("sampled_mz", compose, CI_STEPS, CI_IQM_AT_LEAST))  # raises below the bar
+    print(require_smaller_claim("sampled_mz", compose, CI_STEPS, CI_IQM_AT_LEAST, overrides=CI_OVERRIDES))  # raises below the bar
