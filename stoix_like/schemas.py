@@ -476,8 +476,9 @@ class AWRSchema(CriticLearningRate, ActorLearningRate, SequenceReplayBlock, Repl
 # MPO's E-step and Sampled AlphaZero's search nodes weigh K sampled actions: one key, one range
 NUM_SAMPLED_ACTIONS = integer(
     POSITIVE_INT, "continuous actions: actions sampled from the policy per state (MPO: from the target policy, for the "
-                  "E-step and the Q-network's bootstrap; Sampled AlphaZero: at every search node, the actions it "
-                  "searches); null for discrete actions, whose every action is weighed (refused by sampled_az)",
+                  "E-step and the Q-network's bootstrap; Sampled AlphaZero and Sampled MuZero: at every search node, "
+                  "the actions it searches); null for discrete actions, whose every action is weighed (refused by "
+                  "sampled_az and sampled_mz)",
     nullable=True)
 
 
@@ -550,6 +551,15 @@ class MZSchema(TreeSearchBlock, NStepReturnsBlock, ReplayBlock, SystemBlock):
     bootstrap_from: str = key(choice(("search", "network"), "what the n-step value targets bootstrap from: search, "
                                      "the root value stored when the step was searched; network, the current "
                                      "network's value of the successor (a reanalysed value)"))
+    evaluate_with_search: bool = key(flag(
+        "the learnt model's search plays when judged, as it acts in training; off: the prediction network's policy"))
+
+
+@dataclass
+class SampledMZSchema(MZSchema):
+    """Sampled MuZero (config/system/sampled_mz.yaml): MuZero's keys and the draws per search node."""
+
+    num_sampled_actions: Optional[int] = key(NUM_SAMPLED_ACTIONS)
 
 
 # system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is
@@ -567,6 +577,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
     "sampled_az": SampledAZSchema,
     "spo": SPOSchema,
     "mz": MZSchema,
+    "sampled_mz": SampledMZSchema,
 }
 
 

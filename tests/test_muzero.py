@@ -133,7 +133,8 @@ def test_a_truncation_bootstraps_from_its_successor_and_a_termination_does_not()
     np.testing.assert_allclose(returns[:, 1], [1 + GAMMA * 1, 1.0, 1 + GAMMA * 300.0], rtol=1e-6)
 
 
-def test_the_unrolled_loss_reads_its_n_step_targets_and_reaches_every_head():
+@pytest.mark.parametrize("bootstrap_from", ["search", "network"])
+def test_the_unrolled_loss_reads_its_n_step_targets_and_reaches_every_head(bootstrap_from):
     network = MuZeroNetwork(MLPTorso([8]), MLPTorso([8]), MLPTorso([8]), latent_size=4, num_actions=2,
                             num_atoms=21)
     length, batch = 5, 2
@@ -142,8 +143,10 @@ def test_the_unrolled_loss_reads_its_n_step_targets_and_reaches_every_head():
                               step_count=jnp.zeros((length, batch), jnp.int32))
     params = network.init(jax.random.PRNGKey(0), jax.tree_util.tree_map(lambda x: x[0], observation),
                           jnp.zeros((batch,), jnp.int32))
-    system = OmegaConf.create({"unroll_steps": 2, "n_step": 2, "gamma": GAMMA, "vf_coef": 0.25})
-    loss_fn = muzero.sequence_loss(muzero.model_of(network), SUPPORT, system)
+    system = OmegaConf.create({"unroll_steps": 2, "n_step": 2, "gamma": GAMMA, "vf_coef": 0.25,
+                               "bootstrap_from": bootstrap_from})
+    model = muzero.model_of(network)
+    loss_fn = muzero.sequence_loss(model, SUPPORT, system)
     searched = muzero.SearchedAction(action=jnp.zeros((length, batch), jnp.int32),
                                      search_policy=jnp.full((length, batch, 2), 0.5),
                                      search_value=jnp.ones((length, batch)), statistics={})
@@ -154,8 +157,15 @@ def test_the_unrolled_loss_reads_its_n_step_targets_and_reaches_every_head():
                            next_observation=observation)
     loss, metrics = loss_fn(params, sequences)
     assert np.isfinite(float(loss)) and set(metrics) >= {"policy_loss", "value_loss", "reward_loss"}
-    # the first value target sums n = 2 rewards of 1, then bootstraps from the next search value, 1
-    assert float(metrics["value_target"]) == pytest.approx(1 + GAMMA + GAMMA ** 2 * 1.0, rel=1e-5)
+    # the first value target sums n = 2 rewards of 1, then bootstraps from the search value stored with step 2 (1),
+    # or from the network's value now of step 1's successor (here step 1's own observation)
+    if bootstrap_from == "search":
+        bootstrap = jnp.ones((batch,))
+    else:
+        successor = jax.tree_util.tree_map(lambda x: x[1], observation)
+        bootstrap = muzero.scalar_of(model.predict(params, model.represent(params, successor))[1], SUPPORT)
+    expected = float(jnp.mean(1 + GAMMA + GAMMA ** 2 * bootstrap))
+    assert float(metrics["value_target"]) == pytest.approx(expected, rel=1e-5)
     grads = jax.grad(lambda p: loss_fn(p, sequences)[0])(params)
     assert float(jnp.abs(grads["params"]["value_head"]["kernel"]).sum()) > 0
     assert float(jnp.abs(grads["params"]["reward_head"]["kernel"]).sum()) > 0

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from conftest import assert_population_clears
 
-from stoix_like import config_schema
 from stoix_like.envs import factory
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.errors import ConfigError
@@ -110,24 +109,8 @@ def test_each_node_draws_its_own_actions_and_the_model_steps_the_env_with_them()
 # ------------------------------------------------------------------------------------------ bad input, and runs
 
 
-def test_a_discrete_env_is_refused_in_one_line(compose):
-    with pytest.raises(ConfigError, match="CartPole-v1 has discrete actions; sampled_az searches over sampled "
-                                          "continuous ones") as error:
-        sampled_alphazero.run_experiment(compose("sampled_az", ["env=gymnax/cartpole"]))
-    assert "\n" not in str(error.value)
-
-
-def test_no_draws_per_node_is_refused_in_one_line(compose):
-    with pytest.raises(ConfigError, match="system.num_sampled_actions=null") as error:
-        sampled_alphazero.run_experiment(compose("sampled_az", ["system.num_sampled_actions=null"]))
-    assert "\n" not in str(error.value)
-
-
-@pytest.mark.parametrize("override", ["system.num_sampled_actions=0", "system.num_simulations=0",
-                                      "network.actor_network.action_head.min_scale=0"])
-def test_bad_search_settings_are_refused_before_anything_compiles(compose, override):
-    with pytest.raises(ConfigError, match=override):
-        config_schema.validate(compose("sampled_az", [override]))
+# A discrete env, no draws per node and bad search settings are refused as Sampled MuZero's are:
+# tests/test_sampled_muzero.py checks both sampled systems.
 
 
 def test_a_short_run_runs(compose):

@@ -56,7 +56,8 @@ OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regulari
             "kl_target", "init_kl_coef", "drift_alpha", "drift_beta",
             "burn_in", "priority_max_weight", "epsilon_actor_exponent",  # R2D2's
             "rho_clip", "c_clip",  # IMPALA's V-trace
-            "unroll_steps", "num_atoms", "support_max", "max_abs_reward", "bootstrap_from",  # MuZero's
+            "unroll_steps", "num_atoms", "support_max", "max_abs_reward", "bootstrap_from",
+            "evaluate_with_search",  # MuZero's
             "num_particles", "search_depth", "resample_period"}  # SPO's particle filter
 VOCABULARY = set().union(*BLOCKS.values(), LEARNING_RATES, OWN_KEYS)
 BRITISH = re.compile(r"(prioritis|regularis|normalis|standardis|optimis|parameteris)")

@@ -104,16 +104,24 @@ def build_action_value_network(network_config: DictConfig, action_space: ActionS
     return FeedForwardStateActionCritic(torso=torso, critic_head=head)
 
 
-def build_muzero_network(network_config: DictConfig, action_space: DiscreteActionSpace, num_atoms: int
+def build_muzero_network(network_config: DictConfig, action_space: ActionSpace, num_atoms: int
                          ) -> MuZeroNetwork:
     """MuZero's model: `representation_network`, `dynamics_network` and `prediction_network` torsos around a latent
     of `representation_network.latent_size` features (the dynamics' output too); rewards and values on `num_atoms`
-    atoms (the system's support)."""
+    atoms (the system's support). A continuous action space (Sampled MuZero) takes its policy from
+    `prediction_network.action_head`, built with the action space."""
+    prediction_config = network_config.prediction_network
+    if isinstance(action_space, DiscreteActionSpace):
+        num_actions, continuous_policy_head = action_space.num_actions, None
+    else:
+        num_actions = action_space.action_dim
+        continuous_policy_head = instantiate(prediction_config.action_head, _partial_=True)(action_space=action_space)
     return MuZeroNetwork(
         representation_torso=instantiate(network_config.representation_network.pre_torso),
         dynamics_torso=instantiate(network_config.dynamics_network.pre_torso),
-        prediction_torso=instantiate(network_config.prediction_network.pre_torso),
+        prediction_torso=instantiate(prediction_config.pre_torso),
         latent_size=int(network_config.representation_network.latent_size),
-        num_actions=action_space.num_actions,
+        num_actions=num_actions,
         num_atoms=num_atoms,
+        continuous_policy_head=continuous_policy_head,
     )

@@ -11,7 +11,9 @@ A family folder holds its algorithms beside the one module they share:
   search/        mcts.py (mctx: the env as model, the root, the search policy, search statistics) · alphazero.py
                  · sampled_alphazero.py (AlphaZero's learner over K actions drawn at every node: continuous actions)
                  · spo.py (AlphaZero's learner planning with a particle filter, SMC: either action kind)
-                 · muzero.py (a learnt model, on replayed sequences through off_policy.py)
+                 · muzero.py (a learnt model, on replayed sequences through off_policy.py) · sampled_actions.py
+                 (K continuous actions drawn at every node: what the sampled systems share) · sampled_muzero.py
+                 (MuZero's learner over K draws at every node)
   off_policy.py  the replay-based skeleton that q_learning/, actor_critic/ and MuZero build on
   dual_variables.py  what MPO and V-MPO share (KL bounds per action kind, dual variables, the M-step)
 
@@ -35,7 +37,7 @@ MODULE_OF = {
     "awr": "actor_critic.awr",
     "mpo": "actor_critic.mpo", "vmpo": "on_policy.vmpo",
     "az": "search.alphazero", "sampled_az": "search.sampled_alphazero", "spo": "search.spo",
-    "mz": "search.muzero",
+    "mz": "search.muzero", "sampled_mz": "search.sampled_muzero",
 }
 
 

@@ -216,11 +216,13 @@ def require_discrete_actions(env: Environment, config: Any) -> DiscreteActionSpa
     return action_space
 
 
-def require_continuous_actions(env: Environment, config: Any) -> ContinuousActionSpace:
-    """`env`'s action space; an env with discrete actions is refused in one line (Sampled AlphaZero draws from a
-    continuous policy; plain AlphaZero searches every discrete action)."""
+def require_continuous_actions(env: Environment, config: Any, plain: str = "AlphaZero", plain_entry: str = "az"
+                               ) -> ContinuousActionSpace:
+    """`env`'s action space; an env with discrete actions is refused in one line (the sampled systems draw from a
+    continuous policy; their plain variant, `plain` run by `experiments.<plain_entry>`, searches every discrete
+    action)."""
     action_space = env.action_space
     if not isinstance(action_space, ContinuousActionSpace):
         _refuse_action_kind(config, "discrete", "sampled continuous",
-                            "plain AlphaZero searches every discrete action: python -m experiments.az")
+                            f"plain {plain} searches every discrete action: python -m experiments.{plain_entry}")
     return action_space

@@ -22,17 +22,23 @@ One update, on the off-policy skeleton (systems/off_policy.py):
   * **Loss.** Cross-entropy of the policy against the search's weights, and of the reward and value heads against
     two-hot targets, summed over the unroll; the dynamics' latent gradient is halved at every step (the paper's
     appendix G), so the unroll's gradient does not grow with K.
-  * **Evaluation.** The prediction network's policy at the representation of the observation (the evaluator gives
-    observations only); greedy with `arch.evaluation_greedy`.
+  * **Evaluation.** The prediction network's policy at the representation of the observation; greedy with
+    `arch.evaluation_greedy`. With `system.evaluate_with_search` the search itself plays (it needs the observation
+    only), as it acts in training.
 
 Full reanalyse (recomputing the policy targets with fresh searches) is not built: the policy targets are the
 searches acted with; only the value bootstrap is recomputed.
 Continuous actions are refused, and so is a value support too small for the env's returns.
+
+How the model meets the action space is a `SearchedActions`: MuZero's (`EVERY_ACTION`) searches every discrete
+action with the policy's logits as its prior; Sampled MuZero (sampled_muzero.py) is this system with K continuous
+actions drawn at every node, the dynamics fed the chosen draw, and the policy fitted to the search's weights over
+the root's draws.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import chex
 import jax
@@ -41,10 +47,10 @@ import mctx
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import experiment, parallel, replay
+from stoix_like import experiment, normalization, parallel, replay
 from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_init
-from stoix_like.envs.environment import Environment, example_observation
+from stoix_like.envs.environment import ActionSpace, DiscreteActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import actor_policy
 from stoix_like.networks.distributions import MaskedCategorical
@@ -65,17 +71,48 @@ from stoix_like.types import Array, Observation
 class SearchedAction(NamedTuple):
     """What MuZero stores of each step it acts: the action and what its search said."""
 
-    action: Array  # [...] int32: the action taken
-    search_policy: Array  # [..., A] the search's action weights, the policy target
+    action: Array  # [...] int32: the action taken (Sampled MuZero: [..., D], the chosen draw in [-1, 1])
+    search_policy: Any  # [..., A] the search's action weights, the policy target (SearchedActions.policy_target)
     search_value: Array  # [...] the root's value after the search, the value targets' bootstrap
     statistics: Dict[str, Array]  # mcts.SEARCH_STATISTICS, [...] each: logged, never learnt from
 
 
 class LatentEmbedding(NamedTuple):
-    """A node of the learnt model's search: its latent, and which actions it allows (mcts.run_search reads it)."""
+    """A node of the learnt model's search: its latent, which search actions it allows (mcts.run_search reads it)
+    and what they stand for."""
 
     latent: Array  # [D]
     action_mask: Array  # [A] bool: the observation's at the root, all legal below it
+    actions: Any = ()  # [A, ...] what each search action stands for (Sampled MuZero's draws); () : the index itself
+
+
+class SearchedActions(NamedTuple):
+    """How the learnt model's search meets the action space: a node's search actions, what each feeds the dynamics
+    and the env, what the policy learns from each search and its loss on that."""
+
+    # expand(policy [B, ...] (the prediction's), value [B], legal [B, A] (the root's mask; None below it), key)
+    expand: Callable[[Any, Array, Optional[Array], jax.Array], mcts.Expansion]
+    model_action: mcts.EnvAction  # (a node's actions, search indices [B]) -> the dynamics' input actions [B, ...]
+    env_action: mcts.EnvAction  # (a node's actions, search indices [B]) -> the env's actions [B, ...]
+    # policy_target(root, search output) -> what the policy is fitted to at this step (stored with the step)
+    policy_target: Callable[[mctx.RootFnOutput, mctx.PolicyOutput], Any]
+    # policy_loss(policy [T, B, ...], targets [T, B, ...]) -> [T, B] the loss at each position
+    policy_loss: Callable[[Any, Any], Array]
+    # distribution(policy [B, ...], observation [B]) -> the policy as a distribution (the evaluator's)
+    distribution: Callable[[Any, Observation], Any]
+
+
+def _every_action(logits: Array, value: Array, legal: Optional[Array], key: jax.Array) -> mcts.Expansion:
+    del key  # every action is searched: nothing is drawn
+    return mcts.Expansion(logits, value, jnp.ones(logits.shape, bool) if legal is None else legal, ())
+
+
+# MuZero's: every discrete action at every node, the policy fitted to the search's weights over them
+EVERY_ACTION = SearchedActions(
+    expand=_every_action, model_action=mcts.index_is_action, env_action=mcts.index_is_action,
+    policy_target=lambda root, output: output.action_weights,
+    policy_loss=lambda logits, search_weights: cross_entropy(search_weights, logits),
+    distribution=lambda logits, observation: MaskedCategorical(logits, observation.action_mask))
 
 
 class UnrollTargets(NamedTuple):
@@ -85,7 +122,7 @@ class UnrollTargets(NamedTuple):
     value_weight: Array  # [K + 1, B]
     reward: Array  # [K, B]: the reward of step k, predicted by the dynamics from position k
     reward_weight: Array  # [K, B]
-    policy: Array  # [K + 1, B, A]
+    policy: Any  # [K + 1, B, A] (SearchedActions.policy_target's, each leaf [K + 1, B, ...])
     policy_weight: Array  # [K + 1, B]
 
 
@@ -136,42 +173,62 @@ def model_of(network: MuZeroNetwork) -> Model:
     )
 
 
-def learned_model(model: Model, support: Array, gamma: float) -> Callable:
+def learned_model(model: Model, support: Array, gamma: float, searched: SearchedActions = EVERY_ACTION
+                  ) -> Callable:
     """mctx's `recurrent_fn(params, key, action [B], embedding) -> (RecurrentFnOutput, embedding)`: one step of the
-    learnt dynamics, the prediction at the latent it reaches. The model does not predict episode ends (past one,
-    training made it absorbing: zero reward and value), so every node's discount is γ; it knows no action masks, so
-    every action is legal below the root."""
+    learnt dynamics, fed what search action `action` stands for at its node (`searched.model_action` of the node's
+    own actions), and the prediction at the latent it reaches, expanded by `searched` (Sampled MuZero draws the new
+    node's actions with mctx's key; the model itself is deterministic). The model does not predict episode ends
+    (past one, training made it absorbing: zero reward and value), so every node's discount is γ; it knows no
+    action masks, so every action is legal below the root."""
 
     def recurrent_fn(params: Any, key: jax.Array, action: Array, embedding: LatentEmbedding
                      ) -> Tuple[mctx.RecurrentFnOutput, LatentEmbedding]:
-        del key  # the model is deterministic
-        latent, reward_logits = model.dynamics(params, embedding.latent, action)
-        policy_logits, value_logits = model.predict(params, latent)
-        reward = scalar_of(reward_logits, support)
+        latent, reward_logits = model.dynamics(params, embedding.latent, searched.model_action(embedding.actions,
+                                                                                               action))
+        policy, value_logits = model.predict(params, latent)
+        reward, value = scalar_of(reward_logits, support), scalar_of(value_logits, support)
+        node = searched.expand(policy, value, None, key)
         output = mctx.RecurrentFnOutput(reward=reward, discount=jnp.full_like(reward, gamma),
-                                        prior_logits=policy_logits, value=scalar_of(value_logits, support))
-        return output, LatentEmbedding(latent, jnp.ones_like(embedding.action_mask))
+                                        prior_logits=mask_illegal(node.prior_logits, node.action_mask), value=value)
+        return output, LatentEmbedding(latent, node.action_mask, node.actions)
 
     return recurrent_fn
 
 
-def make_act(model: Model, support: Array, system: DictConfig) -> off_policy.ActFn:
-    """A search from each observation's latent; the action the search chose, stored with what it said."""
-    recurrent_fn = learned_model(model, support, float(system.gamma))
+def make_search(model: Model, support: Array, system: DictConfig, searched: SearchedActions = EVERY_ACTION
+                ) -> Callable[[Any, Observation, jax.Array], Tuple[mctx.RootFnOutput, mctx.PolicyOutput]]:
+    """`search(params, observations [B], key) -> (root, search output)`: a search from each observation's latent."""
+    recurrent_fn = learned_model(model, support, float(system.gamma), searched)
+
+    def search(params: Any, observation: Observation, key: jax.Array):
+        latent = model.represent(params, observation)
+        policy, value_logits = model.predict(params, latent)
+        root_key = jax.random.fold_in(key, 0)  # the root's own draws (Sampled MuZero's); the search keeps `key`
+        node = searched.expand(policy, scalar_of(value_logits, support), observation.action_mask, root_key)
+        root = mctx.RootFnOutput(prior_logits=mask_illegal(node.prior_logits, node.action_mask), value=node.value,
+                                 embedding=LatentEmbedding(latent, node.action_mask, node.actions))
+        return root, mcts.run_search(str(system.search_policy), params, key, root, recurrent_fn,
+                                     int(system.num_simulations), system.max_depth)
+
+    return search
+
+
+def make_act(model: Model, support: Array, system: DictConfig, searched: SearchedActions = EVERY_ACTION
+             ) -> off_policy.ActFn:
+    """A search from each observation's latent; the action the search chose, stored with what it said (the
+    dynamics' input for the unroll, the policy's target)."""
+    search = make_search(model, support, system, searched)
 
     def act(params: Any, observation: Observation, key: jax.Array, global_env_steps: jax.Array):
         del global_env_steps  # the search explores by itself: no schedule
-        latent = model.represent(params, observation)
-        logits, value_logits = model.predict(params, latent)
-        mask = observation.action_mask
-        root = mctx.RootFnOutput(prior_logits=mask_illegal(logits, mask), value=scalar_of(value_logits, support),
-                                 embedding=LatentEmbedding(latent, mask))
-        output = mcts.run_search(str(system.search_policy), params, key, root, recurrent_fn,
-                                 int(system.num_simulations), system.max_depth)
-        stored = SearchedAction(action=output.action, search_policy=output.action_weights,
+        root, output = search(params, observation, key)
+        actions = root.embedding.actions
+        stored = SearchedAction(action=searched.model_action(actions, output.action),
+                                search_policy=searched.policy_target(root, output),
                                 search_value=mcts.search_value(output),
                                 statistics=mcts.search_statistics(output, root.value))
-        return stored, output.action
+        return stored, searched.env_action(actions, output.action)
 
     return act
 
@@ -181,14 +238,15 @@ def acting_metrics(acted: replay.Transition) -> Dict[str, Array]:
     return {name: jnp.mean(value) for name, value in acted.action.statistics.items()}
 
 
-def unroll_targets(returns: Array, rewards: Array, discounts: Array, last: Array, search_policies: Array,
+def unroll_targets(returns: Array, rewards: Array, discounts: Array, last: Array, search_policies: Any,
                    unroll_steps: int) -> UnrollTargets:
     """The targets of a K-step unroll from the first step of each sequence.
 
     Args (time-major, at least K + 1 rows; rows past K are not read):
       returns: `[T, B]` each step's value target (n-step returns).
       rewards, discounts, last: `[T, B]` each step's reward, env discount (0 on termination) and episode end.
-      search_policies: `[T, B, A]` the search's action weights at each step.
+      search_policies: `[T, B, A]` the search's action weights at each step (or any `SearchedActions.policy_target`,
+        each leaf `[T, B, ...]`).
       unroll_steps: K.
 
     Position k (0..K) is the state after the first k actions. It lies in the sequence's first episode if no step
@@ -197,7 +255,7 @@ def unroll_targets(returns: Array, rewards: Array, discounts: Array, last: Array
     nothing is known, so nothing is trained. The reward of step k is trained where position k is.
     """
     chex.assert_rank([returns, rewards, discounts, last], 2)
-    chex.assert_rank(search_policies, 3)
+    chex.assert_tree_shape_prefix(search_policies, returns.shape)
     k = unroll_steps
     last = last[:k].astype(bool)
     ended_before = jnp.concatenate([jnp.zeros_like(last[:1]), jnp.cumsum(last, axis=0) > 0])  # [K + 1, B]
@@ -211,7 +269,7 @@ def unroll_targets(returns: Array, rewards: Array, discounts: Array, last: Array
         value_weight=trained,
         reward=jnp.where(in_episode[:k], rewards[:k], 0.0),
         reward_weight=trained[:k],
-        policy=search_policies[:k + 1],
+        policy=jax.tree_util.tree_map(lambda target: target[:k + 1], search_policies),
         policy_weight=in_episode.astype(returns.dtype),
     )
 
@@ -222,24 +280,25 @@ def scale_gradient(x: Array, scale: float) -> Array:
 
 
 def unroll(model: Model, params: Any, first_observation: Observation, actions: Array
-           ) -> Tuple[Array, Array, Array]:
-    """The model unrolled along `actions` `[K, B]` from the representation of `first_observation` `[B, ...]`:
-    policy logits `[K + 1, B, A]`, value logits `[K + 1, B, S]` at every position, and reward logits `[K, B, S]`
-    of every step."""
+           ) -> Tuple[Any, Array, Array]:
+    """The model unrolled along `actions` `[K, B, ...]` from the representation of `first_observation` `[B, ...]`:
+    the policy `[K + 1, B, ...]` (logits `[K + 1, B, A]`, or a tanh-Gaussian's parameters), value logits
+    `[K + 1, B, S]` at every position, and reward logits `[K, B, S]` of every step."""
 
     def imagine_step(latent: Array, action: Array):
         policy_logits, value_logits = model.predict(params, latent)
         next_latent, reward_logits = model.dynamics(params, latent, action)
         return scale_gradient(next_latent, 0.5), (policy_logits, value_logits, reward_logits)
 
-    last_latent, (policy_logits, value_logits, reward_logits) = jax.lax.scan(
+    last_latent, (policies, value_logits, reward_logits) = jax.lax.scan(
         imagine_step, model.represent(params, first_observation), actions)
-    final_policy_logits, final_value_logits = model.predict(params, last_latent)
-    return (jnp.concatenate([policy_logits, final_policy_logits[None]]),
+    final_policy, final_value_logits = model.predict(params, last_latent)
+    return (jax.tree_util.tree_map(lambda steps, final: jnp.concatenate([steps, final[None]]), policies, final_policy),
             jnp.concatenate([value_logits, final_value_logits[None]]), reward_logits)
 
 
-def sequence_loss(model: Model, support: Array, system: DictConfig) -> Callable:
+def sequence_loss(model: Model, support: Array, system: DictConfig, searched: SearchedActions = EVERY_ACTION
+                  ) -> Callable:
     """`loss(params, batch (L, B, ...)) -> (loss, metrics)` of a batch of replayed sequences."""
     k, n_step, gamma = int(system.unroll_steps), int(system.n_step), float(system.gamma)
     vf_coef = float(system.vf_coef)
@@ -253,19 +312,19 @@ def sequence_loss(model: Model, support: Array, system: DictConfig) -> Callable:
         return scalar_of(value_logits, support)
 
     def loss(params: Any, batch: replay.Transition) -> Tuple[Array, Dict[str, Array]]:
-        searched: SearchedAction = batch.action
+        acted: SearchedAction = batch.action
         successor_values = jax.lax.stop_gradient(network_value(params, batch.next_observation))
         bootstraps = (successor_values if fresh_bootstraps
-                      else mcts.bootstrap_values(searched.search_value, successor_values, batch.last))
+                      else mcts.bootstrap_values(acted.search_value, successor_values, batch.last))
         returns = n_step_returns(batch.reward, batch.discount, batch.last, bootstraps, n_step, gamma)
-        targets = unroll_targets(returns, batch.reward, batch.discount, batch.last, searched.search_policy, k)
-        policy_logits, value_logits, reward_logits = unroll(
-            model, params, jax.tree_util.tree_map(lambda x: x[0], batch.observation), searched.action[:k])
+        targets = unroll_targets(returns, batch.reward, batch.discount, batch.last, acted.search_policy, k)
+        policies, value_logits, reward_logits = unroll(
+            model, params, jax.tree_util.tree_map(lambda x: x[0], batch.observation), acted.action[:k])
 
         def weighted(per_term: Array, weight: Array) -> Array:
             return jnp.mean(jnp.sum(per_term * weight, axis=0))  # summed over the unroll, averaged over sequences
 
-        policy_loss = weighted(cross_entropy(targets.policy, policy_logits), targets.policy_weight)
+        policy_loss = weighted(searched.policy_loss(policies, targets.policy), targets.policy_weight)
         value_loss = weighted(cross_entropy(two_hot_of(targets.value, support), value_logits), targets.value_weight)
         reward_loss = weighted(cross_entropy(two_hot_of(targets.reward, support), reward_logits),
                                targets.reward_weight)
@@ -298,38 +357,69 @@ def sequence_batches(system: DictConfig) -> replay.BatchView:
                             steps_per_item=length)
 
 
-def prediction_policy(model: Model, greedy: bool):
+def prediction_policy(model: Model, greedy: bool, searched: SearchedActions = EVERY_ACTION):
     """The eval policy: the prediction network's policy at the observation's latent; eval params
     `(params, obs_norm)`."""
 
-    def policy_distribution(params: Any, observation: Observation) -> MaskedCategorical:
-        logits, _ = model.predict(params, model.represent(params, observation))
-        return MaskedCategorical(logits, observation.action_mask)
+    def policy_distribution(params: Any, observation: Observation) -> Any:
+        policy, _ = model.predict(params, model.represent(params, observation))
+        return searched.distribution(policy, observation)
 
     return actor_policy(policy_distribution, greedy)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
+def searching_policy(model: Model, support: Array, system: DictConfig, greedy: bool,
+                     searched: SearchedActions = EVERY_ACTION):
+    """The eval policy with `system.evaluate_with_search`: the search acting sees observations only, so it plays as
+    it acted in training; greedy, the search action of highest weight (else the one the search chose). Eval params
+    `(params, obs_norm)`."""
+    search = make_search(model, support, system, searched)
+
+    def policy(eval_params: Any, observation: Observation, key: jax.Array) -> Array:
+        params, obs_norm = eval_params
+        root, output = search(params, normalization.normalize(obs_norm, observation), key)
+        index = jnp.argmax(output.action_weights, axis=-1) if greedy else output.action
+        return searched.env_action(root.embedding.actions, index)
+
+    return policy
+
+
+def example_action(action_space: ActionSpace) -> Array:
+    """One action `[1, ...]` of the kind the dynamics reads (what `init` traces)."""
+    if isinstance(action_space, DiscreteActionSpace):
+        return jnp.zeros((1,), jnp.int32)
+    return jnp.zeros((1, action_space.action_dim), jnp.float32)
+
+
+def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, action_space: ActionSpace,
+           searched: SearchedActions = EVERY_ACTION) -> SystemSetup:
+    """A learnt-model search system's `learner_setup` once its action space is checked: the support (refused where
+    too small for the env's returns), the model, and the off-policy learner that searches with `searched`."""
     system = config.system
-    action_space = mcts.require_discrete_actions(env, config)
     check_support(system)
     support = support_of(system)
     network = build_muzero_network(config.network, action_space, int(system.num_atoms))
     init_key, key = jax.random.split(key)
-    params = jitted_init(network)(init_key, example_observation(env), jnp.zeros((1,), jnp.int32))
+    params = jitted_init(network)(init_key, example_observation(env), example_action(action_space))
     optimizer = make_optimizer(system.model_lr, system.max_grad_norm,
                                budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
     model = model_of(network)
     return off_policy.learner_setup(
         env, key, config, budget,
         params=params, opt_states=optimizer.init(params),
-        act=make_act(model, support, system),
-        learn_from_batch=make_learn_from_batch(sequence_loss(model, support, system), optimizer.update),
+        act=make_act(model, support, system, searched),
+        learn_from_batch=make_learn_from_batch(sequence_loss(model, support, system, searched), optimizer.update),
         batches=sequence_batches(system),
-        eval_policy=prediction_policy(model, greedy=bool(config.arch.evaluation_greedy)),
+        eval_policy=(searching_policy(model, support, system, bool(config.arch.evaluation_greedy), searched)
+                     if system.evaluate_with_search else
+                     prediction_policy(model, greedy=bool(config.arch.evaluation_greedy), searched=searched)),
         eval_params=lambda slot: (slot.params, slot.obs_norm),
         acting_metrics=acting_metrics,
     )
+
+
+def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
+    return set_up(env, key, config, budget, mcts.require_discrete_actions(env, config))
 
 
 def run_experiment(config: DictConfig) -> float:

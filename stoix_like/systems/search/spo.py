@@ -15,7 +15,7 @@ a JAX env state is a model state):
   4. The root's action distribution is the particles' first actions under their final weights, {(a_0^i, w_i)}:
      the env is stepped with one of them drawn by weight (exploration comes from the policy's own draws).
 The policy is fitted to that distribution by weighted maximum likelihood, −Σ_i w_i log π(a_0^i|s), the E-step
-target of an EM policy iteration (`sampled_alphazero.fit_to_weighted_draws`, a small entropy bonus beside it); the
+target of an EM policy iteration (`sampled_actions.fit_to_weighted_draws`, a small entropy bonus beside it); the
 value network regresses onto truncation-correct TD(λ) returns of the critic's own values (GAE-style, as the paper's
 Stoix implementation; the SMC's return estimate is logged, not learnt from, as it is optimistic by construction).
 
@@ -44,7 +44,7 @@ from stoix_like.networks.actor_critic import PolicyAndValue
 from stoix_like.ops import smc
 from stoix_like.system_contract import SystemSetup
 from stoix_like.systems.search import alphazero, mcts
-from stoix_like.systems.search.sampled_alphazero import fit_to_weighted_draws
+from stoix_like.systems.search.sampled_actions import fit_to_weighted_draws
 from stoix_like.types import Array, EnvState, Observation, TimeStep
 
 # the keys of each plan's statistics, logged as their means
