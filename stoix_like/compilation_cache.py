@@ -19,10 +19,13 @@ bounded to USER_CACHE_MAX_BYTES (jax evicts the least recently used programs).
 A cache the user configured (`JAX_COMPILATION_CACHE_DIR` or `jax.config`) is used as it is, for every program.
 Otherwise, in a run started in code (`experiment.train`, as the tests do), the cache is a private temporary
 directory of this process, removed when it exits, so no state outlives the run, and it is on only while a run sets
-up (`setup_programs_cached`): the learner and the evaluators are compiled afresh. They are compiled once per run
+up (`setup_programs_cached`; `arch.compilation_cache=False` leaves it off too): the learner and the evaluators are
+compiled afresh. They are compiled once per run
 anyway, and loading a large CPU executable back into the process that compiled it (`deserialize_executable`)
 crashed a test process once with a segmentation fault (jax 0.10.2, a CI run in which a second DQN population in
-one process loaded the first one's learner). A command-line run loads programs a previous process wrote.
+one process loaded the first one's learner), and writing a setup program crashed one once more (stop 27's CI check,
+a pytest worker's dozenth training): the tests run in-process trainings with the switch off. A command-line run
+loads programs a previous process wrote.
 """
 
 from __future__ import annotations
@@ -76,13 +79,14 @@ def use_user_cache(enabled: bool) -> Optional[str]:
 
 
 @contextlib.contextmanager
-def setup_programs_cached() -> Iterator[None]:
+def setup_programs_cached(enabled: bool = True) -> Iterator[None]:
     """Within: a process-private persistent compilation cache is on (unless the user configured one, which is
-    always on). Setting up N seeds compiles each setup program once and loads it N - 1 times."""
+    always on). Setting up N seeds compiles each setup program once and loads it N - 1 times. `enabled=False`
+    (`arch.compilation_cache=False`) leaves it off: every seed compiles its own setup programs."""
     global _private_directory
     # jax declares its options at run time, so the type checker cannot see this attribute
-    if _private_directory is None and jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]
-        yield  # the user's cache, on for everything
+    if not enabled or (_private_directory is None and jax.config.jax_compilation_cache_dir):  # type: ignore[attr-defined]
+        yield  # off, or the user's cache, on for everything
         return
     if _private_directory is None:
         _private_directory = tempfile.mkdtemp(prefix="stoix_like_xla_cache_")

@@ -161,7 +161,8 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     calls_per_evaluation = call_budget.num_evaluation // budget.num_evaluation
     train_env, eval_env = envs_lib.make(config.env)
     logger.message(_describe(algorithm, config, budget, seeds))
-    with compilation_cache.setup_programs_cached():  # N seeds' identical setup programs compile once
+    # N seeds' identical setup programs compile once, unless the run turned the compilation cache off
+    with compilation_cache.setup_programs_cached(bool(config.arch.get("compilation_cache", True))):
         prepared = set_up(learner_setup, train_env, config, call_budget, seeds)
     # Resume (or load params) before compiling, so that a refused checkpoint costs no compilation.
     learner_state, progress = resume(checkpoints, prepared, budget, logger)

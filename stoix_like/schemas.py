@@ -59,7 +59,8 @@ class CommonArchSchema:
     evaluation_greedy: bool = key(flag("evaluate with the policy's mode instead of sampling"))
     compilation_cache: bool = key(flag(
         "command-line runs keep compiled programs in $STOIX_LIKE_CACHE_DIR (default ~/.cache/stoix_like/xla) "
-        "and load them on the next run"))
+        "and load them on the next run; runs started in code cache their seeds' setup programs in-process. False: "
+        "neither"))
     multihost: bool = key(flag("start jax.distributed"))
     coordinator_address: Optional[str] = text("HOST:PORT of process 0")
     num_processes: Optional[int] = key(integer("[1, inf)", "processes taking part, with arch.coordinator_address",

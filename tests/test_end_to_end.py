@@ -198,3 +198,20 @@ def test_the_compilation_cache_switch_leaves_jax_alone_when_off_and_defers_to_th
     users = str(tmp_path / "users")
     kept = run_python(["-c", script, "off"], cwd=tmp_path, env={**environment, "JAX_COMPILATION_CACHE_DIR": users})
     assert kept.stdout.split() == [users] * 2, kept.stderr[-2000:]
+
+
+def test_a_run_with_the_cache_off_sets_up_without_a_persistent_cache(tmp_path):
+    """`arch.compilation_cache=False` keeps the setup's process-private cache off too: nothing is written."""
+    from conftest import run_python
+
+    script = ("import os, sys, jax; from stoix_like import compilation_cache as c\n"
+              "with c.setup_programs_cached(sys.argv[1] == 'on'):\n"
+              "    jax.jit(lambda x: x * 3.0)(1.0)\n"
+              "d = c._private_directory\n"
+              "print(d, jax.config.jax_compilation_cache_dir or None, len(os.listdir(d)) if d else 0)")
+    environment = {"JAX_COMPILATION_CACHE_DIR": ""}
+    off = run_python(["-c", script, "off"], cwd=tmp_path, env=environment)
+    assert off.stdout.split() == ["None", "None", "0"], off.stderr[-2000:]
+    on = run_python(["-c", script, "on"], cwd=tmp_path, env=environment)  # the same program, cached
+    private, configured, written = on.stdout.split()
+    assert private == configured != "None" and int(written) > 0, on.stdout + on.stderr[-2000:]
