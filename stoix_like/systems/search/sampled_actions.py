@@ -62,6 +62,12 @@ def env_action_of_draws(action_space: ContinuousActionSpace) -> mcts.EnvAction:
     return env_action
 
 
+def root_draws_and_weights(root: Any, output: Any) -> Tuple[Array, Array]:
+    """The policy target of a sampled search: the root's draws `[B, K, D]` and the search's weights over them
+    `[B, K]` (mctx's root output and search output)."""
+    return root.embedding.actions, output.action_weights
+
+
 def fit_to_search_weights(dist: Any, draws: Array, search_weights: Array) -> Array:
     """`[B]` −Σ_k w_k log π(a_k|s): the policy `[B]` fitted to the search's weights `[B, K]` over the root's draws
     `[B, K, D]` (the weights are not differentiated)."""

@@ -18,7 +18,7 @@ A discrete env is refused (plain AlphaZero searches every action); so is `system
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any
 
 import jax
 from omegaconf import DictConfig
@@ -39,11 +39,8 @@ def sampled_policy(num_sampled_actions: int, action_space: ContinuousActionSpace
         del observation  # continuous actions have no mask; a node's search actions are its draws
         return sampled_actions.expand_with_draws(dist, value, key, num_sampled_actions)
 
-    def policy_target(root, output) -> Tuple[Array, Array]:
-        return root.embedding.actions, output.action_weights
-
     return alphazero.SearchedPolicy(expand=expand, env_action=sampled_actions.env_action_of_draws(action_space),
-                                    policy_target=policy_target,
+                                    policy_target=sampled_actions.root_draws_and_weights,
                                     policy_loss=sampled_actions.fit_to_weighted_draws(ent_coef))
 
 

@@ -52,9 +52,6 @@ def sampled_actions_of(num_sampled_actions: int, action_space: ContinuousActionS
         del legal  # continuous actions have no mask; a node's search actions are its draws
         return sampled_actions.expand_with_draws(distribution(policy), value, key, num_sampled_actions)
 
-    def policy_target(root, output) -> Tuple[Array, Array]:
-        return root.embedding.actions, output.action_weights  # [B, K, D] the root's draws, [B, K] their weights
-
     def policy_loss(policies: Tuple[Array, Array], targets: Tuple[Array, Array]) -> Array:
         """`[T, B]`: each position's policy fitted to the search weights of the draws stored at its step."""
         draws, search_weights = targets
@@ -68,8 +65,8 @@ def sampled_actions_of(num_sampled_actions: int, action_space: ContinuousActionS
 
     return muzero.SearchedActions(
         expand=expand, model_action=sampled_actions.chosen_draw,
-        env_action=sampled_actions.env_action_of_draws(action_space), policy_target=policy_target,
-        policy_loss=policy_loss, distribution=distribution)
+        env_action=sampled_actions.env_action_of_draws(action_space),
+        policy_target=sampled_actions.root_draws_and_weights, policy_loss=policy_loss, distribution=distribution)
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
