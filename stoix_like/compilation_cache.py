@@ -107,14 +107,27 @@ def _use_private_cache(enabled: bool) -> None:
     jax_compilation_cache.reset_cache()
 
 
+# Setup programs (network inits, env resets, initial states) run once per seed, so XLA's CPU backend need not spend
+# LLVM's expensive optimisation passes on them: PPO's CartPole setup compiled in ~40% less time without them, with
+# bit-identical initial states (tests/test_compilation_cache.py). The learner and the evaluators, which run
+# millions of steps, are compiled fully.
+SETUP_COMPILER_OPTIONS = {"xla_llvm_disable_expensive_passes": True}
+
+
+def jit_setup_program(fn: Callable, **jit_kwargs: Any) -> Callable:
+    """`jax.jit` for a program that runs once per seed at setup (see SETUP_COMPILER_OPTIONS)."""
+    return jax.jit(fn, compiler_options=SETUP_COMPILER_OPTIONS, **jit_kwargs)
+
+
 def jit_once(key: Hashable, fn: Callable) -> Callable:
-    """`jax.jit(fn)` the first time `key` is seen in this process, and that same jitted function ever after.
+    """`jit_setup_program(fn)` the first time `key` is seen in this process, and that same jitted function ever
+    after.
 
     `key` must name everything `fn` computes with besides its arguments: two functions under one key must be
     the same program. A fresh `jax.jit` per call would trace and lower its program again on every call.
     """
     if key not in _jitted_by_key:
-        _jitted_by_key[key] = jax.jit(fn)
+        _jitted_by_key[key] = jit_setup_program(fn)
     return _jitted_by_key[key]
 
 

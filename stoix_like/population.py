@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
-from scipy import stats
 
 BOOTSTRAP_RESAMPLES = 5000
 CONFIDENCE = 0.95
@@ -19,12 +18,16 @@ CONFIDENCE = 0.95
 
 def interquartile_mean(values: Sequence[float]) -> float:
     """Mean of the values left after trimming the lowest and highest 25% (rounded down on each side)."""
+    from scipy import stats  # here, not at the top: scipy.stats takes 1.8 s to import, and a run summarises once
+
     return float(stats.trim_mean(np.asarray(values, dtype=np.float64), proportiontocut=0.25))
 
 
 def bootstrap_interval(values: Sequence[float], confidence: float = CONFIDENCE,
                        resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Tuple[float, float]:
     """Percentile-bootstrap interval of the IQM: seeds resampled with replacement, a fixed RNG (reproducible)."""
+    from scipy import stats  # see interquartile_mean
+
     array = np.asarray(values, dtype=np.float64)
     rng = np.random.default_rng(seed)
     resampled = array[rng.integers(0, len(array), size=(resamples, len(array)))]

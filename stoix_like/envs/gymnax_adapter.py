@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from stoix_like import deferred_imports
 from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
@@ -39,6 +40,7 @@ class GymnaxAdapter(SuiteAdapter):
 
     def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
                  env_params: Optional[Mapping[str, Any]] = None, **env_kwargs: Any):
+        deferred_imports.defer_rendering_modules()  # before gymnax, whose every env module is imported with it
         import gymnax  # lazily: importing stoix_like must not import every suite
         from gymnax.environments import spaces
 

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import normalization, parallel
+from stoix_like import compilation_cache, normalization, parallel
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
@@ -195,7 +195,7 @@ def initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environ
 
 # One program, compiled once per process for each env and layout (the env is static, hashed by identity): done
 # eagerly, every distinct leaf shape would compile a small program of its own on the first seed's setup.
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+@functools.partial(compilation_cache.jit_setup_program, static_argnums=(0, 1, 2, 3, 4))
 def _initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, normalize_observations: bool,
                            update_batch_size: int, num_envs: int, env_key: jax.Array, step_key: jax.Array,
                            learnt: Dict[str, Any]) -> LearnerStateT:
