@@ -421,6 +421,48 @@ def test_quantile_huber_loss_by_hand():
     close(losses.quantile_huber_loss(f32([[0.0, 1.0]]), taus, f32([[0.5, 2.0]]), 1.0), [0.40625])
 
 
+def _huber_by_autodiff(x, delta):
+    # the Huber formula with no custom derivative: what autodiff gave before huber_loss had one
+    abs_x = jnp.abs(x)
+    quadratic = jnp.minimum(abs_x, delta)
+    return 0.5 * quadratic**2 + delta * (abs_x - quadratic)
+
+
+def test_huber_derivative_is_clip_and_matches_autodiff_of_its_formula():
+    # ties at |x| = delta and x = 0 included: there autodiff splits the minimum's derivative, which sums to clip
+    x = jnp.concatenate([f32([0.0, 1.0, -1.0, 0.5, -3.0]), jax.random.normal(jax.random.PRNGKey(0), (200,)) * 2])
+    for delta in (1.0, 0.3):
+        grad = jax.grad(lambda v: jnp.sum(losses.huber_loss(v, delta)))(x)
+        # autodiff's chain of products rounds (within 1 ulp); clip is the exact derivative
+        np.testing.assert_allclose(grad, jax.grad(lambda v: jnp.sum(_huber_by_autodiff(v, delta)))(x), rtol=1e-6)
+        np.testing.assert_array_equal(grad, jnp.clip(x, -delta, delta))
+        np.testing.assert_array_equal(losses.huber_loss(x, delta), _huber_by_autodiff(x, delta))
+
+
+@pytest.mark.parametrize("huber_param", [0.0, 1.0])
+def test_quantile_huber_loss_matches_its_previous_formula(huber_param):
+    # the pairwise loss as written before its weight became one select and its Huber got a hand derivative
+    def previous(dist_src, tau_src, dist_target):
+        errors = jax.lax.stop_gradient(dist_target)[:, None, :] - dist_src[:, :, None]
+        elementwise = _huber_by_autodiff(errors, huber_param) if huber_param > 0.0 else jnp.abs(errors)
+        weight = jax.lax.stop_gradient(jnp.abs(tau_src[None, :, None] - (errors < 0.0).astype(errors.dtype)))
+        return jnp.sum(jnp.mean(weight * elementwise, axis=-1), axis=-1)
+
+    source_key, target_key = jax.random.split(jax.random.PRNGKey(3))
+    dist_src = jax.random.normal(source_key, (64, 10)) * 3.0
+    dist_target = jax.random.normal(target_key, (64, 10)) * 3.0
+    dist_target = dist_target.at[:, 0].set(dist_src[:, 1] + 1.0)  # ties at |u| = 1 and u = 0 too
+    dist_target = dist_target.at[:, 1].set(dist_src[:, 2])
+    taus = (jnp.arange(10, dtype=jnp.float32) + 0.5) / 10
+    new_loss, new_grad = jax.value_and_grad(lambda s: jnp.mean(losses.quantile_huber_loss(s, taus, dist_target,
+                                                                                        huber_param)))(dist_src)
+    old_loss, old_grad = jax.value_and_grad(lambda s: jnp.mean(previous(s, taus, dist_target)))(dist_src)
+    np.testing.assert_allclose(new_loss, old_loss, rtol=1e-6)
+    np.testing.assert_allclose(new_grad, old_grad, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(losses.quantile_huber_loss(dist_src, taus, dist_target, huber_param),
+                               previous(dist_src, taus, dist_target), rtol=1e-6)
+
+
 def test_quantile_q_learning_loss_by_hand():
     taus = f32([0.25, 0.75])
     quantiles_tm1 = f32([[[9.0, 9.0], [0.0, 1.0]]])

@@ -13,6 +13,7 @@ Action masks are bool `[B, A]`, True for legal actions, and every row must have 
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import chex
@@ -29,13 +30,26 @@ from stoix_like.types import Array, Numeric
 # ----------------------------------------------------------------------------------------------------
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
 def huber_loss(x: Array, delta: Numeric) -> Array:
-    """Elementwise Huber loss: 0.5 x^2 for |x| <= delta, delta * (|x| - 0.5 delta) beyond. Any shape."""
+    """Elementwise Huber loss: 0.5 x^2 for |x| <= delta, delta * (|x| - 0.5 delta) beyond. Any shape.
+
+    Differentiable in `x` only (`delta` is a constant of the loss)."""
     chex.assert_type(x, float)
     abs_x = jnp.abs(x)
     quadratic = jnp.minimum(abs_x, delta)
     linear = abs_x - quadratic
     return 0.5 * quadratic**2 + delta * linear
+
+
+@huber_loss.defjvp
+def _huber_loss_jvp(delta: Numeric, primals: tuple, tangents: tuple) -> tuple:
+    # The derivative is clip(x, -delta, delta), exactly; autodiff of the formula above gives the same up to
+    # 1-ulp rounding (its minimum's tie at |x| = delta splits the derivative half and half between the two
+    # terms, summing to delta) but spends a select-divide fusion per element on that tie: in QR-DQN's [B, N, M]
+    # pairwise loss, with the products of the chain rule, that was a third of the loss's time on CPU.
+    (x,), (x_dot,) = primals, tangents
+    return huber_loss(x, delta), jnp.clip(x, -delta, delta) * x_dot
 
 
 def l2_loss(x: Array) -> Array:
@@ -617,7 +631,9 @@ def quantile_huber_loss(dist_src: Array, tau_src: Array, dist_target: Array, hub
         elementwise = huber_loss(errors, huber_param)
     else:
         elementwise = jnp.abs(errors)
-    asymmetric_weight = jnp.abs(tau_src[None, :, None] - (errors < 0.0).astype(errors.dtype))
+    # |tau - 1{u < 0}| as one select (the same bits: |tau - 1| = 1 - tau), not a convert, subtract and abs
+    tau = tau_src[None, :, None]
+    asymmetric_weight = jnp.where(errors < 0.0, 1.0 - tau, tau)
     # Gradients of the indicator are zero anyway; stopping them keeps the weight a constant.
     asymmetric_weight = jax.lax.stop_gradient(asymmetric_weight)
     return jnp.sum(jnp.mean(asymmetric_weight * elementwise, axis=-1), axis=-1)
