@@ -26,7 +26,7 @@ from omegaconf import DictConfig
 
 from stoix_like import experiment, parallel, replay
 from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_init
+from stoix_like.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.evaluator import actor_policy
 from stoix_like.networks.factory import build_actor, build_critic
@@ -118,7 +118,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     init_key, key = jax.random.split(key)
     actor_key, critic_key = jax.random.split(init_key)
     observation = example_observation(env)
-    params = ActorCriticParams(jitted_init(actor)(actor_key, observation), jitted_init(critic)(critic_key, observation))
+    params = ActorCriticParams(*jitted_inits(actor, critic)((actor_key, critic_key), observation))
 
     optimizer_steps = budget.num_updates * int(system.gradient_steps_per_update)
     actor_optimizer, critic_optimizer = (

@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 from stoix_like import normalization, parallel
 from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_init
+from stoix_like.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.evaluator import EvalPolicy, actor_policy
@@ -334,9 +334,8 @@ def actor_critic_networks(action_space: Any, observation: Any, actor_key: jax.Ar
     actor = build_actor(config.network, action_space)
     critic = build_critic_on_actor_torso(config.network) if shared else build_critic(config.network)
     # jitted: an eager flax init dispatches one tiny XLA program per layer operation
-    critic_params = jitted_init(critic)(critic_key, observation)
-    params = ActorCriticParams(jitted_init(actor)(actor_key, observation),
-                               actor_critic.drop_torso(critic_params) if shared else critic_params)
+    actor_params, critic_params = jitted_inits(actor, critic)((actor_key, critic_key), observation)
+    params = ActorCriticParams(actor_params, actor_critic.drop_torso(critic_params) if shared else critic_params)
     networks = (actor_critic.shared_torso if shared else actor_critic.separate_networks)(actor.apply, critic.apply)
     opt_states, update_fns = actor_critic_optimizers(config.system, budget, params)
     return ActorCriticNetworks(ActorCriticApplyFns(actor.apply, critic.apply), networks, update_fns, params, opt_states,

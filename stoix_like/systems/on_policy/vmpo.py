@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 from stoix_like import experiment, normalization, parallel, targets
 from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_init
+from stoix_like.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.evaluator import actor_policy
@@ -113,9 +113,8 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
 
     key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
     observation = example_observation(env)
-    actor_params = jitted_init(actor)(actor_key, observation)
-    params = VMPOParams(actor=OnlineAndTarget(actor_params, actor_params),
-                        critic=jitted_init(critic)(critic_key, observation),
+    actor_params, critic_params = jitted_inits(actor, critic)((actor_key, critic_key), observation)
+    params = VMPOParams(actor=OnlineAndTarget(actor_params, actor_params), critic=critic_params,
                         dual=dual_variables.initial_dual_variables(system, int(kl_bounds.shape[0])))
 
     optimizer_steps = rollout.optimizer_steps(system, budget)
