@@ -109,7 +109,7 @@ def _use_private_cache(enabled: bool) -> None:
 
 # Setup programs (network inits, env resets, initial states) run once per seed, so XLA's CPU backend need not spend
 # LLVM's expensive optimisation passes on them: PPO's CartPole setup compiled in ~40% less time without them, with
-# bit-identical initial states (tests/test_compilation_cache.py). The learner and the evaluators, which run
+# bit-identical initial states (tests/test_start_up.py). The learner and the evaluators, which run
 # millions of steps, are compiled fully.
 SETUP_COMPILER_OPTIONS = {"xla_llvm_disable_expensive_passes": True}
 
@@ -132,18 +132,20 @@ def jit_once(key: Hashable, fn: Callable) -> Callable:
 
 
 def jitted_init(module: Any) -> Callable:
-    """`module.init`, jitted once per process for every flax module of this configuration.
-
-    Flax modules with list fields cannot be hashed, so the module's repr (its type and every field, nested
-    modules included) is the key; the input shapes are jit's own cache key.
-    """
-    return jit_once(("init", repr(module)), module.init)
+    """`module.init`, jitted once per process for every flax module of this configuration (`jitted_inits` of
+    one module)."""
+    inits = jitted_inits(module)
+    return lambda key, *inputs: inits((key,), *inputs)[0]
 
 
 def jitted_inits(*modules: Any) -> Callable:
     """`(keys, *inputs) -> (modules[0].init(keys[0], *inputs), ...)`: several modules' inits (an actor's and a
     critic's) as one program, compiled once per process. One compilation instead of one per module: ~0.7 s less
-    per module on 2 cores, for the same numbers."""
+    per module on 2 cores, for the same numbers.
+
+    Flax modules with list fields cannot be hashed, so the modules' reprs (each one's type and every field, nested
+    modules included) are the key; the input shapes are jit's own cache key.
+    """
 
     def init(keys: Tuple[jax.Array, ...], *inputs: Any) -> Tuple[Any, ...]:
         return tuple(module.init(key, *inputs) for module, key in zip(modules, keys, strict=True))

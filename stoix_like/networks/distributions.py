@@ -12,7 +12,7 @@ else: critics and replay see the normalised action, only the env sees the rescal
 
 The categorical is written here, not taken from distrax: importing distrax loads TensorFlow Probability's JAX
 substrate, 2.4 s of a command-line run's start on 2 cores (issue 15's first-result target is 12 s in all), for
-three one-line formulas. Its numbers are distrax.Categorical's, bit for bit (tests/test_distributions.py).
+three one-line formulas. Its numbers are distrax.Categorical's, bit for bit (tests/test_start_up.py).
 """
 
 from __future__ import annotations
