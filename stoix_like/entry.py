@@ -125,8 +125,8 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
     A value of the wrong type is named as validate() would name it; whatever Hydra still refuses when composing
     is reported by its first line. Sweeps (`a=1,2`, `choice(...)`, `-m`) and anything unusual are left to Hydra.
     """
-    if any(arg in ("-m", "--multirun") for arg in overrides):
-        return None
+    if any(arg in ("-m", "--multirun") for arg in overrides) or not _plain_overrides(overrides):
+        return None  # a sweep is Hydra's to expand; with nothing overridden there is nothing to compose twice
     group_overrides, key_overrides = [], []
     for override in overrides:
         if "=" not in override or override.startswith(("-", "+", "~")):

@@ -60,7 +60,7 @@ def _suite_metrics(timestep) -> Dict[str, jax.Array]:
     return {name: value for name, value in metrics.items() if name not in STANDARD_EPISODE_METRICS}
 
 
-def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int) -> Evaluate:
+def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int) -> "Evaluator":
     """Returns `evaluate(eval_params, key) -> dict of per-episode numpy arrays` (length `num_episodes`)."""
     n_local = parallel.local_device_count()
     per_device = -(-num_episodes // n_local)  # ceil: pad, then mask on the host
@@ -94,17 +94,35 @@ def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int)
         _, _, _, _, returns, lengths, suite_metrics, _ = jax.lax.while_loop(not_finished, one_step, init)
         return EpisodeStatistics(returns, lengths, suite_metrics)
 
-    run_on_devices = jax.pmap(run_episodes, axis_name=parallel.DEVICE_AXIS)
+    # the params go to every device as they are (in_axes None): no broadcast on the host before each evaluation
+    return Evaluator(jax.pmap(run_episodes, axis_name=parallel.DEVICE_AXIS, in_axes=(None, 0)), n_local, num_episodes)
 
-    def evaluate(eval_params: EvalParams, key: jax.Array) -> Dict[str, np.ndarray]:
-        replicated = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (n_local,) + jnp.shape(x)), eval_params)
-        keys = jax.random.split(key, n_local)
-        stats = jax.device_get(run_on_devices(replicated, keys))
+
+class Evaluator:
+    """`evaluator(eval_params, key) -> dict of per-episode numpy arrays`, compiled at its first call, or ahead of
+    it by `compile(example_params)` (which a run does beside the learner's compilation: experiment.compile_programs)."""
+
+    def __init__(self, run_on_devices: Any, n_local: int, num_episodes: int):  # pmapped, then its Compiled
+        self._run_on_devices = run_on_devices
+        self._n_local = n_local
+        self._num_episodes = num_episodes
+
+    def compile(self, example_params: EvalParams) -> None:
+        """Compile for params shaped like `example_params` now, so that the first evaluation only runs. Only on a
+        single process: an ahead-of-time program spanning processes would take global arrays (see
+        parallel.compile_learner); there the first call compiles."""
+        if jax.process_count() == 1:
+            self._run_on_devices = self._run_on_devices.lower(example_params, self._keys(jax.random.PRNGKey(0))
+                                                              ).compile()
+
+    def _keys(self, key: jax.Array) -> jax.Array:
+        return jax.random.split(key, self._n_local)
+
+    def __call__(self, eval_params: EvalParams, key: jax.Array) -> Dict[str, np.ndarray]:
+        stats = jax.device_get(self._run_on_devices(eval_params, self._keys(key)))
         per_episode = {"episode_return": stats.episode_return, "episode_length": stats.episode_length,
                        **stats.suite_metrics}
-        return {name: np.asarray(value).reshape(-1)[:num_episodes] for name, value in per_episode.items()}
-
-    return evaluate
+        return {name: np.asarray(value).reshape(-1)[:self._num_episodes] for name, value in per_episode.items()}
 
 
 def actor_policy(actor_apply: Callable, greedy: bool) -> FeedForwardPolicy:

@@ -1,6 +1,6 @@
 """The one experiment loop every system shares, as named steps:
 
-budget → envs → `set_up` (per seed) → `resume`? → `compile_learner` (timed apart) →
+budget → envs → `set_up` (per seed) → `resume`? → `compile_programs` (the learner timed apart, the evaluator beside it) →
 [`learn_once` → `evaluate_seeds` (log, evaluate) → `save_checkpoint`] × N → `absolute_metric`.
 A system supplies only `learner_setup(env, key, config, budget) -> SystemSetup`. Each step takes what it needs
 and returns what it changed (the learner state, the loop's `Progress`); the benchmarks time the same steps.
@@ -8,11 +8,12 @@ and returns what it changed (the learner state, the loop's `Progress`); the benc
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import jax
 import numpy as np
@@ -24,9 +25,10 @@ from stoix_like import checkpointing, compilation_cache, population, run_record
 from stoix_like import envs as envs_lib
 from stoix_like import parallel
 from stoix_like.errors import ConfigError
-from stoix_like.evaluator import EvalPolicy, make_evaluator
+from stoix_like.evaluator import EvalPolicy, Evaluator, make_evaluator
 from stoix_like.logging import Logger, summarize
-from stoix_like.system_contract import LearnerOutput, LearnerSetup, SebulbaLearnerSetup, SystemSetup
+from stoix_like.system_contract import (LearnerOutput, LearnerSetup, SebulbaLearnerSetup, SebulbaSetup,
+                                        SystemSetup)
 
 # The multiple of evaluation episodes used for the final, absolute-metric evaluation of the best params.
 ABSOLUTE_METRIC_EPISODE_FACTOR = 10
@@ -164,11 +166,13 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     # N seeds' identical setup programs compile once, unless the run turned the compilation cache off
     with compilation_cache.setup_programs_cached(bool(config.arch.get("compilation_cache", True))):
         prepared = set_up(learner_setup, train_env, config, call_budget, seeds)
+    fresh_eval_params = eval_params_of(prepared.system, prepared.fresh_state, 0, len(seeds))
     # Resume (or load params) before compiling, so that a refused checkpoint costs no compilation.
-    learner_state, progress = resume(checkpoints, prepared, budget, logger)
-    loop = Loop(call_budget, seeds, prepared.system, logger,
-                make_evaluate(eval_env, prepared.system.eval_policy, int(config.arch.num_eval_episodes)))
-    learn, compile_seconds = compile_learner(prepared.system, prepared.fresh_state, len(seeds))
+    learner_state, progress = resume(checkpoints, prepared, budget, logger, fresh_eval_params)
+    evaluator = make_evaluator(eval_env, prepared.system.eval_policy, int(config.arch.num_eval_episodes))
+    learn, compile_seconds = compile_programs(prepared.system, prepared.fresh_state, len(seeds), evaluator,
+                                              fresh_eval_params)
+    loop = Loop(call_budget, seeds, prepared.system, logger, as_stage(evaluator))
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
     del prepared  # a resumed run need not keep the fresh state
 
@@ -226,25 +230,39 @@ def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config:
     return Prepared(setups[0], parallel.stack_seeds([each.learner_state for each in setups]), np.stack(eval_keys))
 
 
-def eval_params_of(system: SystemSetup, learner_state: Any, seed_index: int, num_seeds: int) -> Any:
+def eval_params_of(system: Union[SystemSetup, SebulbaSetup], learner_state: Any, seed_index: int = 0,
+                   num_seeds: int = 1) -> Any:
     """What one seed's eval policy needs, as numpy: this process's own first slot, never a program across
-    processes (see parallel.py, "one order")."""
-    return parallel.local_host_copy(system.eval_params(parallel.first_slot(learner_state, seed_index, num_seeds)))
+    processes (see parallel.py, "one order"). `eval_params` only selects (system_contract), so it is applied to
+    the whole state first and only the leaves it selects are sliced: an eager slice is a dispatch per leaf."""
+    return parallel.local_host_copy(parallel.first_slot(system.eval_params(learner_state), seed_index, num_seeds))
 
 
-def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: budget_lib.Budget, logger: Logger
-           ) -> Tuple[Any, checkpointing.Progress]:
-    """The learner state and progress to start from: resumed, with loaded params, or fresh."""
+def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: budget_lib.Budget, logger: Logger,
+           fresh_eval_params: Any) -> Tuple[Any, checkpointing.Progress]:
+    """The learner state and progress to start from: resumed, with loaded params, or fresh. `fresh_eval_params`:
+    the first seed's, the template a saved run's params load into."""
     num_seeds = len(prepared.eval_keys)
     fresh_progress = checkpointing.Progress(
         evaluations_done=0, steps_done=budget.warmup_steps, eval_keys=prepared.eval_keys,
         best_returns=[-math.inf] * num_seeds, best_params=[None] * num_seeds)
-    learner_state, progress, note = checkpoints.restore(
-        prepared.fresh_state, fresh_progress, eval_params_of(prepared.system, prepared.fresh_state, 0, num_seeds))
+    learner_state, progress, note = checkpoints.restore(prepared.fresh_state, fresh_progress, fresh_eval_params)
     if note:
         logger.message(note)
     logger.restore_json(progress.log_history)
     return learner_state, progress
+
+
+def compile_programs(system: SystemSetup, example_state: Any, num_seeds: int, evaluator: Evaluator,
+                     example_eval_params: Any) -> Tuple[Callable, float]:
+    """(the distributed learner, its compile seconds), with the evaluator compiled beside it on a second thread.
+    XLA compiles without holding the GIL and a compilation runs on one core, so on a machine with two or more
+    the evaluator's compilation (about 1-2 s for PPO on CartPole) hides behind the learner's."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-evaluator") as pool:
+        evaluator_compiled = pool.submit(evaluator.compile, example_eval_params)
+        learner = compile_learner(system, example_state, num_seeds)
+        evaluator_compiled.result()  # re-raises what the evaluator's compilation raised
+    return learner
 
 
 def compile_learner(system: SystemSetup, example_state: Any, num_seeds: int) -> Tuple[Callable, float]:
@@ -273,16 +291,20 @@ def learn_once(learn: Callable, learner_state: Any) -> Learned:
 Evaluate = Callable[[Any, jax.Array], Dict[str, np.ndarray]]  # (eval params, key) -> per-episode statistics
 
 
-def make_evaluate(eval_env: envs_lib.Environment, eval_policy: EvalPolicy, num_episodes: int) -> Evaluate:
-    """The compiled evaluator of `num_episodes` episodes, as a stage every process enters."""
-    evaluate_here = make_evaluator(eval_env, eval_policy, num_episodes)
+def as_stage(evaluator: Evaluate) -> Evaluate:
+    """The evaluator as a stage every process enters (the pmapped evaluator runs one program over every
+    process's devices)."""
 
     def evaluate(eval_params: Any, key: jax.Array) -> Dict[str, np.ndarray]:
-        # the pmapped evaluator runs one program over every process's devices
         with parallel.collective_stage("evaluation"):
-            return evaluate_here(eval_params, key)
+            return evaluator(eval_params, key)
 
     return evaluate
+
+
+def make_evaluate(eval_env: envs_lib.Environment, eval_policy: EvalPolicy, num_episodes: int) -> Evaluate:
+    """The evaluator of `num_episodes` episodes, compiled at its first call, as a stage every process enters."""
+    return as_stage(make_evaluator(eval_env, eval_policy, num_episodes))
 
 
 class Loop(NamedTuple):
@@ -404,7 +426,7 @@ def evaluate_checkpoint(config: DictConfig) -> float:
     train_env, eval_env = envs_lib.make(run_config.env)
     # The system rebuilds its networks and eval policy from the saved config; its fresh state is only a template.
     setup = saved.learner_setup(train_env, jax.random.PRNGKey(0), run_config, saved.budget)
-    template = parallel.local_host_copy(setup.eval_params(parallel.first_slot(setup.learner_state)))
+    template = eval_params_of(setup, setup.learner_state)
     per_seed_params = checkpointing.load_eval_params(saved, template, str(config.params))
     evaluate = make_evaluator(eval_env, setup.eval_policy, int(config.num_episodes))
     meta = saved.meta

@@ -49,7 +49,9 @@ class SystemSetup(NamedTuple):
     learner_fn: Learner
     learner_state: Any  # a system's learner-state NamedTuple; leaves lead with (local devices, update batch)
     eval_policy: EvalPolicy
-    eval_params: Callable[[Any], Any]  # one slot of the learner state -> what eval_policy needs
+    # one slot of the learner state -> what eval_policy needs. It only selects (no arithmetic): the loop applies it
+    # to the whole state and then takes the slot (experiment.eval_params_of)
+    eval_params: Callable[[Any], Any]
 
 
 class LearnerSetup(Protocol):

@@ -6,11 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import chex
 import distrax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from stoix_like import compilation_cache
 from stoix_like.networks.distributions import MaskedCategorical
@@ -70,3 +72,51 @@ def test_a_deferred_module_not_installed_is_left_for_its_importer_to_report():
 
     deferred_imports.defer("no_such_module_stoix_like")
     assert "no_such_module_stoix_like" not in sys.modules
+
+
+def _small_setup(compose, algorithm: str, learner_setup, overrides=()):
+    from stoix_like import envs as envs_lib
+    from stoix_like import experiment
+
+    config = compose(algorithm, ["arch.total_num_envs=4", "arch.num_evaluation=1", "arch.num_eval_episodes=6",
+                                 *overrides])
+    budget = experiment.make_budget(config)
+    train_env, eval_env = envs_lib.make(config.env)
+    return experiment.set_up(learner_setup, train_env, config, budget, [0, 1]), eval_env
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "dqn"])  # an actor-critic and a value-based state
+def test_eval_params_only_select_so_the_loop_may_slice_after_selecting(compose, algorithm):
+    # experiment.eval_params_of applies a system's eval_params to the whole state, then takes one slot
+    import importlib
+
+    from stoix_like import experiment, parallel
+
+    module = {"ppo": "stoix_like.systems.on_policy.ppo", "dqn": "stoix_like.systems.q_learning.dqn"}[algorithm]
+    # a budget of whole updates after each system's warm-up
+    overrides = {"ppo": [], "dqn": ["arch.total_timesteps=6600", "system.total_buffer_size=4096"]}[algorithm]
+    prepared, _ = _small_setup(compose, algorithm, importlib.import_module(module).learner_setup, overrides)
+    for seed_index in (0, 1):
+        selected_then_sliced = experiment.eval_params_of(prepared.system, prepared.fresh_state, seed_index, 2)
+        sliced_then_selected = parallel.local_host_copy(
+            prepared.system.eval_params(parallel.first_slot(prepared.fresh_state, seed_index, 2)))
+        chex.assert_trees_all_equal(selected_then_sliced, sliced_then_selected)
+    first, second = (jax.tree_util.tree_leaves(experiment.eval_params_of(prepared.system, prepared.fresh_state, k, 2))
+                     for k in (0, 1))
+    assert any(not np.array_equal(a, b) for a, b in zip(first, second)), "two seeds' params should differ"
+
+
+def test_an_evaluator_compiled_beside_the_learner_evaluates_as_one_compiled_at_its_first_call(compose):
+    from stoix_like import experiment
+    from stoix_like.evaluator import make_evaluator
+    from stoix_like.systems.on_policy import ppo
+
+    prepared, eval_env = _small_setup(compose, "ppo", ppo.learner_setup)
+    params = experiment.eval_params_of(prepared.system, prepared.fresh_state, 1, 2)
+    at_first_call = make_evaluator(eval_env, prepared.system.eval_policy, 6)
+    ahead = make_evaluator(eval_env, prepared.system.eval_policy, 6)
+    learn, _ = experiment.compile_programs(prepared.system, prepared.fresh_state, 2, ahead, params)
+    assert not hasattr(ahead._run_on_devices, "lower"), "compile_programs left the evaluator uncompiled"
+    key = jax.random.PRNGKey(3)
+    chex.assert_trees_all_equal(ahead(params, key), at_first_call(params, key))
+    assert ahead(params, key)["episode_return"].shape == (6,)

@@ -27,7 +27,7 @@ from stoix_like import budget as budget_lib
 from stoix_like import checkpointing, config_schema, parallel, run_record
 from stoix_like.envs.cpu_vector_env import CpuVectorEnv, make_cpu_envs
 from stoix_like.errors import ConfigError
-from stoix_like.experiment import ABSOLUTE_METRIC_EPISODE_FACTOR, RunResult, run_dir_of
+from stoix_like.experiment import ABSOLUTE_METRIC_EPISODE_FACTOR, RunResult, eval_params_of, run_dir_of
 from stoix_like.logging import Logger
 from stoix_like.sebulba.actors import Rollout, VersionedParams, make_act_step, run_actor
 from stoix_like.sebulba.evaluation import Evaluate, make_cpu_evaluator
@@ -136,7 +136,7 @@ def _resume(checkpoints: checkpointing.Checkpoints, setup: SebulbaSetup, budget:
     """(learner state, progress): resumed or with loaded params (the actors then start from those params), or fresh."""
     fresh = checkpointing.Progress(evaluations_done=0, steps_done=0, eval_keys=np.asarray(eval_key)[None],
                                    best_returns=[-math.inf], best_params=[None])
-    template = parallel.local_host_copy(setup.eval_params(parallel.first_slot(setup.learner_state)))
+    template = eval_params_of(setup, setup.learner_state)
     learner_state, progress, note = checkpoints.restore(setup.learner_state, fresh, template)
     if note:
         logger.message(note)
@@ -227,7 +227,7 @@ def _evaluate_and_save(config: DictConfig, setup: SebulbaSetup, budget: budget_l
     steps_per_second = budget.steps_per_evaluation / max(time.perf_counter() - interval.start, 1e-9)
     logger.progress(seed, progress.steps_done, budget.total_timesteps,
                     float(returns.mean()) if returns.size else float("nan"), steps_per_second, eta, train_means)
-    eval_params = parallel.local_host_copy(setup.eval_params(parallel.first_slot(learner_state)))
+    eval_params = eval_params_of(setup, learner_state)
     eval_keys = progress.eval_keys.copy()
     next_key, this_key = jax.random.split(eval_keys[0])
     eval_keys[0] = np.asarray(next_key)
