@@ -40,6 +40,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from stoix_like.errors import ConfigError
+from stoix_like.threefry_lowering import unrolled_threefry
 
 DEVICE_AXIS = "device"
 BATCH_AXIS = "batch"
@@ -313,7 +314,9 @@ def compile_learner(learner_fn: Callable, example_state: Any, num_seeds: int = 1
     """
     learn = distribute(learner_fn, num_seeds)
     compile_start = time.monotonic()
-    compiled = learn.lower(example_state).compile()
+    with unrolled_threefry():  # the same random bits in fewer ops on CPU (threefry_lowering.py says why)
+        lowered = learn.lower(example_state)
+    compiled = lowered.compile()
     if jax.process_count() == 1:
         return compiled
     longest = [time.monotonic() - compile_start]

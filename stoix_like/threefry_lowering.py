@@ -1,0 +1,67 @@
+"""Threefry-2x32 lowered as straight-line code on CPU while our learners compile: the same bits, fewer XLA ops.
+
+jax lowers its default PRNG's hash (`threefry2x32_p`) on CPU as a 5-iteration while loop. On CPU a small-network
+learner's time goes to per-op overhead, and that loop is the costliest thing it runs: every iteration copies the
+loop state (16 XLA ops per iteration, 13 of them copies), so one random call costs ~80 executed ops, and a PQN env
+step on CartPole makes 8 of them (~640 of its ~770 ops). Written out, the 20 rounds are elementwise integer
+arithmetic that XLA fuses into a few kernels. The bits are the same (integer adds, rotations and xors: there is
+nothing to reorder), so learning is bit-identical; tests/test_threefry_lowering.py checks both.
+
+The rule is swapped in only while `unrolled_threefry()` is active (parallel.compile_learner), not for the whole
+process: other jax code in the process keeps jax's own choice. Lowering happens once per program, at `.lower()`;
+the compiled program keeps what it was lowered with, and jax reuses a function's cached lowering, so a function
+already lowered outside the block keeps jax's loop (compile_learner lowers a fresh pmap of each learner). A program another thread lowers inside the window gets the
+unrolled rule too, which is harmless since the bits are the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, List, Sequence, Tuple
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.extend.random import threefry2x32_p
+from jax.interpreters import mlir
+
+_PLATFORM = "cpu"
+# Threefry-2x32's rotation constants (Salmon et al., 2011), alternating every 4 rounds, and its key-schedule parity
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_KEY_PARITY = np.uint32(0x1BD11BDA)
+
+
+def _rotate_left(value: jnp.ndarray, distance: int) -> jnp.ndarray:
+    return lax.shift_left(value, np.uint32(distance)) | lax.shift_right_logical(value, np.uint32(32 - distance))
+
+
+def _threefry2x32(key1: jnp.ndarray, key2: jnp.ndarray, x1: jnp.ndarray, x2: jnp.ndarray
+                  ) -> Tuple[jnp.ndarray, jnp.ndarray]:
+    """The 20-round hash of counts (x1, x2) under key (key1, key2), all uint32 arrays of one shape."""
+    keys: Sequence[jnp.ndarray] = (key1, key2, key1 ^ key2 ^ _KEY_PARITY)
+    x: List[jnp.ndarray] = [x1 + keys[0], x2 + keys[1]]
+    for block in range(5):  # 5 blocks of 4 rounds, each followed by a key injection
+        for distance in _ROTATIONS[block % 2]:
+            x[0] = x[0] + x[1]
+            x[1] = x[0] ^ _rotate_left(x[1], distance)
+        x = [x[0] + keys[(block + 1) % 3], x[1] + keys[(block + 2) % 3] + np.uint32(block + 1)]
+    return x[0], x[1]
+
+
+_unrolled_rule = mlir.lower_fun(_threefry2x32, multiple_results=True)
+
+
+@contextlib.contextmanager
+def unrolled_threefry() -> Iterator[None]:
+    """Programs lowered inside lower `threefry2x32_p` on CPU as straight-line code (other platforms unchanged)."""
+    # jax keeps its per-platform rules in this dict; there is no public way to read one back and restore it
+    rules = mlir._platform_specific_lowerings[_PLATFORM]
+    previous = rules.get(threefry2x32_p)
+    mlir.register_lowering(threefry2x32_p, _unrolled_rule, platform=_PLATFORM)
+    try:
+        yield
+    finally:
+        if previous is None:
+            rules.pop(threefry2x32_p, None)
+        else:
+            rules[threefry2x32_p] = previous
