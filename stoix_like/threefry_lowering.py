@@ -4,14 +4,15 @@ jax lowers its default PRNG's hash (`threefry2x32_p`) on CPU as a 5-iteration wh
 learner's time goes to per-op overhead, and that loop is the costliest thing it runs: every iteration copies the
 loop state (16 XLA ops per iteration, 13 of them copies), so one random call costs ~80 executed ops, and a PQN env
 step on CartPole makes 8 of them (~640 of its ~770 ops). Written out, the 20 rounds are elementwise integer
-arithmetic that XLA fuses into a few kernels. The bits are the same (integer adds, rotations and xors: there is
-nothing to reorder), so learning is bit-identical; tests/test_threefry_lowering.py checks both.
+arithmetic that XLA fuses into a few kernels; only the smallest hashes gain from it (`_MAX_UNROLLED_COUNTS`). The
+bits are the same (integer adds, rotations and xors: there is nothing to reorder), so learning is bit-identical;
+tests/test_threefry_lowering.py checks both.
 
 The rule is swapped in only while `unrolled_threefry()` is active (parallel.compile_learner), not for the whole
 process: other jax code in the process keeps jax's own choice. Lowering happens once per program, at `.lower()`;
 the compiled program keeps what it was lowered with, and jax reuses a function's cached lowering, so a function
-already lowered outside the block keeps jax's loop (compile_learner lowers a fresh pmap of each learner). A program another thread lowers inside the window gets the
-unrolled rule too, which is harmless since the bits are the same.
+already lowered outside the block keeps jax's loop (compile_learner lowers a fresh pmap of each learner). A
+program another thread lowers inside the window gets the unrolled rule too, harmless since the bits are the same.
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ def _threefry2x32(key1: jnp.ndarray, key2: jnp.ndarray, x1: jnp.ndarray, x2: jnp
 
 _unrolled_rule = mlir.lower_fun(_threefry2x32, multiple_results=True)
 
+# Only a hash of at most this many counts is unrolled: one key split in two, `jax.random.split(key)`, which every
+# env step makes at least once. Unrolling larger hashes too (per-env key splits, uniform draws, the epoch's
+# permutation) was slower in interleaved A/Bs on 2 cores (PPO on PureJaxRL's config 0.65-0.76x, PQN 0.79x with
+# hashes of up to 4 counts unrolled) although it ran fewer ops: XLA fuses a hash into each consumer and recomputes
+# it there. With this limit: PQN 1.11x, PPO faster too (see the commit).
+_MAX_UNROLLED_COUNTS = 2
+
 
 @contextlib.contextmanager
 def unrolled_threefry() -> Iterator[None]:
@@ -57,7 +65,13 @@ def unrolled_threefry() -> Iterator[None]:
     # jax keeps its per-platform rules in this dict; there is no public way to read one back and restore it
     rules = mlir._platform_specific_lowerings[_PLATFORM]
     previous = rules.get(threefry2x32_p)
-    mlir.register_lowering(threefry2x32_p, _unrolled_rule, platform=_PLATFORM)
+
+    def rule(ctx, *args):
+        if previous is None or int(np.prod(ctx.avals_in[2].shape)) <= _MAX_UNROLLED_COUNTS:
+            return _unrolled_rule(ctx, *args)
+        return previous.rule(ctx, *args)
+
+    mlir.register_lowering(threefry2x32_p, rule, platform=_PLATFORM)
     try:
         yield
     finally:

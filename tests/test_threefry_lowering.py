@@ -30,7 +30,8 @@ def _compiled_text_and_result(fn: Callable, key: jax.Array, unrolled: bool):
 def test_the_unrolled_hash_gives_jax_s_own_bits():
     key = jax.random.PRNGKey(1234)
     draws = {
-        "split": lambda k: jax.random.split(k, 5),
+        "split": lambda k: jax.random.split(k),  # a hash of 2 counts: the size that is unrolled
+        "split5": lambda k: jax.random.split(k, 5),
         "bits": lambda k: jax.random.bits(jax.random.fold_in(k, 7), (3, 33), jnp.uint32),
         "uniform": lambda k: jax.random.uniform(k, (17, 2)),
         "normal": lambda k: jax.random.normal(k, (9,)),
@@ -40,8 +41,8 @@ def test_the_unrolled_hash_gives_jax_s_own_bits():
     for name, draw in draws.items():
         rolled_text, rolled = _compiled_text_and_result(draw, key, unrolled=False)
         unrolled_text, unrolled = _compiled_text_and_result(draw, key, unrolled=True)
-        if jax.default_backend() == "cpu":  # the two really are different programs there
-            assert " while(" in rolled_text and " while(" not in unrolled_text, name
+        if jax.default_backend() == "cpu" and name == "split":  # the two really are different programs there
+            assert " while(" in rolled_text and " while(" not in unrolled_text
         np.testing.assert_array_equal(unrolled, rolled, err_msg=name)
 
 
@@ -72,3 +73,15 @@ def test_a_learner_compiled_unrolled_learns_bit_identically(compose):
     assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected)
     for (path, want), have in zip(jax.tree_util.tree_leaves_with_path(expected), jax.tree_util.tree_leaves(got)):
         np.testing.assert_array_equal(have, want, err_msg=jax.tree_util.keystr(path))
+
+
+def test_the_unrolled_hash_matches_jax_s_on_many_counts_and_keys():
+    # every size, not only the ones unrolled inside learners: the hash itself is the same function
+    from jax.extend.random import threefry2x32_p
+
+    from stoix_like.threefry_lowering import _threefry2x32
+
+    words = jax.random.bits(jax.random.PRNGKey(5), (4, 1000), jnp.uint32)
+    expected = threefry2x32_p.bind(*words)
+    got = jax.jit(_threefry2x32)(*words)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
