@@ -6,7 +6,7 @@ statistics cover exactly the requested episodes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +15,7 @@ import numpy as np
 from stoix_like import parallel
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import STANDARD_EPISODE_METRICS, VmapWrapper
+from stoix_like.threefry_lowering import unrolled_threefry
 from stoix_like.types import Observation
 
 # Whatever a system's eval policy acts from, e.g. (actor params, observation statistics); it is the system's choice.
@@ -100,20 +101,27 @@ def make_evaluator(eval_env: Environment, policy: EvalPolicy, num_episodes: int)
 
 class Evaluator:
     """`evaluator(eval_params, key) -> dict of per-episode numpy arrays`, compiled at its first call, or ahead of
-    it by `compile(example_params)` (which a run does beside the learner's compilation: experiment.compile_programs)."""
+    it by `lower` and `compile_lowered` (which a run does beside the learner's compilation:
+    experiment.compile_programs)."""
 
     def __init__(self, run_on_devices: Any, n_local: int, num_episodes: int):  # pmapped, then its Compiled
         self._run_on_devices = run_on_devices
         self._n_local = n_local
         self._num_episodes = num_episodes
 
-    def compile(self, example_params: EvalParams) -> None:
-        """Compile for params shaped like `example_params` now, so that the first evaluation only runs. Only on a
-        single process: an ahead-of-time program spanning processes would take global arrays (see
-        parallel.compile_learner); there the first call compiles."""
-        if jax.process_count() == 1:
-            self._run_on_devices = self._run_on_devices.lower(example_params, self._keys(jax.random.PRNGKey(0))
-                                                              ).compile()
+    def lower(self, example_params: EvalParams) -> Optional[jax.stages.Lowered]:
+        """The evaluator's program for params shaped like `example_params`, lowered as the learner is (its key
+        splits hashed by straight-line Threefry code, threefry_lowering.py), to compile with `compile_lowered`,
+        on any thread. None with several processes: an ahead-of-time program spanning processes would take
+        global arrays (see parallel.compile_learner), so there the first call compiles."""
+        if jax.process_count() > 1:
+            return None
+        with unrolled_threefry():
+            return self._run_on_devices.lower(example_params, self._keys(jax.random.PRNGKey(0)))
+
+    def compile_lowered(self, lowered: jax.stages.Lowered) -> None:
+        """Compile what `lower` gave, so that the first evaluation only runs."""
+        self._run_on_devices = lowered.compile()
 
     def _keys(self, key: jax.Array) -> jax.Array:
         return jax.random.split(key, self._n_local)

@@ -258,10 +258,14 @@ def compile_programs(system: SystemSetup, example_state: Any, num_seeds: int, ev
     """(the distributed learner, its compile seconds), with the evaluator compiled beside it on a second thread.
     XLA compiles without holding the GIL and a compilation runs on one core, so on a machine with two or more
     the evaluator's compilation (about 1-2 s for PPO on CartPole) hides behind the learner's."""
+    # lowered here, before the learner: programs are traced and lowered on this thread only (a lowering rule
+    # switched on for one program never reaches another), and only XLA's compilations overlap
+    evaluator_program = evaluator.lower(example_eval_params)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-evaluator") as pool:
-        evaluator_compiled = pool.submit(evaluator.compile, example_eval_params)
+        evaluator_compiled = pool.submit(evaluator.compile_lowered, evaluator_program) if evaluator_program else None
         learner = compile_learner(system, example_state, num_seeds)
-        evaluator_compiled.result()  # re-raises what the evaluator's compilation raised
+        if evaluator_compiled is not None:
+            evaluator_compiled.result()  # re-raises what the evaluator's compilation raised
     return learner
 
 

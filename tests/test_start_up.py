@@ -44,13 +44,28 @@ def test_the_masked_categorical_samples_scores_and_differentiates_as_distrax_doe
     np.testing.assert_array_equal(loss(True)(LOGITS), loss(False)(LOGITS))
 
 
-def test_a_setup_program_compiled_without_llvm_s_expensive_passes_computes_the_same_bits():
+def test_a_setup_program_compiled_lightly_with_straight_line_threefry_computes_the_same_bits():
+    # jit_setup_program: no LLVM expensive passes, and every Threefry hash unrolled (threefry_lowering.py)
     torso = MLPTorso(layer_sizes=(64, 64), activation="tanh")
     key, observation = jax.random.PRNGKey(0), jnp.ones((1, 4))
     fully = jax.jit(torso.init)(key, observation)
     lightly = compilation_cache.jit_setup_program(torso.init)(key, observation)
     for full_leaf, light_leaf in zip(jax.tree_util.tree_leaves(fully), jax.tree_util.tree_leaves(lightly)):
         np.testing.assert_array_equal(full_leaf, light_leaf)
+
+
+def test_setup_programs_hash_every_draw_in_straight_line_code():
+    # max_counts=None, as setup programs lower: a 64×64 draw (4,096 counts) loses jax's rolled loop too
+    from stoix_like.threefry_lowering import unrolled_threefry
+
+    draw = lambda key: jax.random.normal(key, (64, 64))  # noqa: E731
+    with unrolled_threefry(max_counts=None):
+        straight = jax.jit(lambda key: draw(key)).lower(jax.random.PRNGKey(5)).compile()
+    with unrolled_threefry():  # the learners' limit leaves a hash this large to jax
+        looped = jax.jit(lambda key: draw(key)).lower(jax.random.PRNGKey(5)).compile()
+    if jax.default_backend() == "cpu":
+        assert " while(" not in straight.as_text() and " while(" in looped.as_text()
+    np.testing.assert_array_equal(straight(jax.random.PRNGKey(5)), looped(jax.random.PRNGKey(5)))
 
 
 def test_the_gymnax_suite_loads_no_plotting_library_until_something_draws():
