@@ -448,7 +448,8 @@ def reset_envs_per_slot(env: Any, key: jax.Array, update_batch_size: int, num_en
     """Reset `num_envs` copies of the (unbatched) `env` in every (local device, batch element) slot with
     independent keys."""
     keys = split_key_per_slot(key, update_batch_size, num_envs)
-    return _reset_every_slot(env, keys)
+    with unrolled_threefry(max_counts=None):  # a setup program: compile time counts (threefry_lowering.py)
+        return _reset_every_slot(env, keys)
 
 
 # the env is static (hashed by identity): every seed's setup resets the same env object with the same program
