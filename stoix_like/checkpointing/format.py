@@ -20,15 +20,25 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import jax
 import numpy as np
-import orbax.checkpoint as ocp
 from omegaconf import DictConfig, OmegaConf
 
 from stoix_like import parallel, run_record
 from stoix_like.config_upgrade import upgrade_saved_config
+
+if TYPE_CHECKING:
+    import orbax.checkpoint as ocp
+
+
+def _orbax() -> Any:
+    """orbax.checkpoint, imported when a run first saves or reads a checkpoint: a run without checkpoints never
+    pays its ~0.2 s import."""
+    import orbax.checkpoint
+
+    return orbax.checkpoint
 
 # 2: a checkpoint names its system by the registry name it was trained as (`algorithm`, resolved through
 # stoix_like.systems.MODULE_OF), so moving or renaming a module never strands a saved run. 1 also recorded the
@@ -118,6 +128,7 @@ def finalized_steps(root: str) -> List[int]:
 
 
 def manager(root: str, read_only: bool = False) -> ocp.CheckpointManager:
+    ocp = _orbax()
     """A manager over one root; `read_only` ones only restore (orbax's own read-only mode logs warnings)."""
     options = ocp.CheckpointManagerOptions(
         enable_async_checkpointing=False,  # a checkpoint is complete when save returns: SIGKILL-safe
@@ -135,6 +146,7 @@ def manager(root: str, read_only: bool = False) -> ocp.CheckpointManager:
 def write_step(checkpoint_manager: ocp.CheckpointManager, step: int, items: Dict[str, Any],
                meta: Dict[str, Any]) -> None:
     """Save array items (host pytrees) and the JSON meta of one step; complete when this returns."""
+    ocp = _orbax()
     args = {name: ocp.args.PyTreeSave(tree) for name, tree in items.items()}
     checkpoint_manager.save(step, args=ocp.args.Composite(**args, meta=ocp.args.JsonSave(meta)))
 
@@ -145,6 +157,7 @@ def read_meta(root: str, step: int) -> Dict[str, Any]:
 
 def read_items(root: str, step: int, templates: Dict[str, Any]) -> Dict[str, Any]:
     """Read some items of one step; `templates[name]` is a pytree of ShapeDtypeStructs, or None for the JSON meta."""
+    ocp = _orbax()
     args = {}
     for name, template in templates.items():
         if name == "meta":
