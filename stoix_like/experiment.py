@@ -234,8 +234,9 @@ def eval_params_of(system: Union[SystemSetup, SebulbaSetup], learner_state: Any,
                    num_seeds: int = 1) -> Any:
     """What one seed's eval policy needs, as numpy: this process's own first slot, never a program across
     processes (see parallel.py, "one order"). `eval_params` only selects (system_contract), so it is applied to
-    the whole state first and only the leaves it selects are sliced: an eager slice is a dispatch per leaf."""
-    return parallel.local_host_copy(parallel.first_slot(system.eval_params(learner_state), seed_index, num_seeds))
+    the whole state first, and what it selects (small: a policy's params) is copied to the host and sliced there:
+    an eager slice on the device compiles a program per leaf shape."""
+    return parallel.first_slot(parallel.local_host_copy(system.eval_params(learner_state)), seed_index, num_seeds)
 
 
 def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: budget_lib.Budget, logger: Logger,
