@@ -258,7 +258,7 @@ def compile_programs(system: SystemSetup, example_state: Any, num_seeds: int, ev
                      example_eval_params: Any) -> Tuple[Callable, float]:
     """(the distributed learner, its compile seconds), with the evaluator compiled beside it on a second thread.
     XLA compiles without holding the GIL and a compilation runs on one core, so on a machine with two or more
-    the evaluator's compilation (about 1-2 s for PPO on CartPole) hides behind the learner's."""
+    the evaluator's compilation (2-3 s for PPO on CartPole) mostly hides behind the learner's."""
     # lowered here, before the learner: programs are traced and lowered on this thread only (a lowering rule
     # switched on for one program never reaches another), and only XLA's compilations overlap
     evaluator_program = evaluator.lower(example_eval_params)
