@@ -40,7 +40,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from stoix_like.errors import ConfigError
-from stoix_like.threefry_lowering import unrolled_threefry
+from stoix_like.threefry_lowering import setup_program_threefry, unrolled_threefry
 
 DEVICE_AXIS = "device"
 BATCH_AXIS = "batch"
@@ -448,7 +448,7 @@ def reset_envs_per_slot(env: Any, key: jax.Array, update_batch_size: int, num_en
     """Reset `num_envs` copies of the (unbatched) `env` in every (local device, batch element) slot with
     independent keys."""
     keys = split_key_per_slot(key, update_batch_size, num_envs)
-    with unrolled_threefry(max_counts=None):  # a setup program: compile time counts (threefry_lowering.py)
+    with setup_program_threefry():  # a setup program
         return _reset_every_slot(env, keys)
 
 

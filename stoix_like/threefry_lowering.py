@@ -18,7 +18,7 @@ program another thread lowers inside the window gets the unrolled rule too, harm
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import ContextManager, Iterator, List, Optional, Sequence, Tuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -81,3 +81,9 @@ def unrolled_threefry(max_counts: Optional[int] = _MAX_UNROLLED_COUNTS) -> Itera
             rules.pop(threefry2x32_p, None)
         else:
             rules[threefry2x32_p] = previous
+
+
+def setup_program_threefry() -> ContextManager[None]:
+    """The rule for programs that run once (network inits, initial states, env resets, replay warm-ups): every hash
+    straight-line, since their compile time is what counts, not their run time."""
+    return unrolled_threefry(max_counts=None)

@@ -55,11 +55,11 @@ def test_a_setup_program_compiled_lightly_with_straight_line_threefry_computes_t
 
 
 def test_setup_programs_hash_every_draw_in_straight_line_code():
-    # max_counts=None, as setup programs lower: a 64×64 draw (4,096 counts) loses jax's rolled loop too
-    from stoix_like.threefry_lowering import unrolled_threefry
+    # setup_program_threefry (max_counts=None): a 64×64 draw (4,096 counts) loses jax's rolled loop too
+    from stoix_like.threefry_lowering import setup_program_threefry, unrolled_threefry
 
     draw = lambda key: jax.random.normal(key, (64, 64))  # noqa: E731
-    with unrolled_threefry(max_counts=None):
+    with setup_program_threefry():
         straight = jax.jit(lambda key: draw(key)).lower(jax.random.PRNGKey(5)).compile()
     with unrolled_threefry():  # the learners' limit leaves a hash this large to jax
         looped = jax.jit(lambda key: draw(key)).lower(jax.random.PRNGKey(5)).compile()
