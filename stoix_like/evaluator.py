@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like import parallel
+from stoix_like import host_keys, parallel
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import STANDARD_EPISODE_METRICS, VmapWrapper
 from stoix_like.threefry_lowering import unrolled_threefry
@@ -117,14 +117,14 @@ class Evaluator:
         if jax.process_count() > 1:
             return None
         with unrolled_threefry():
-            return self._run_on_devices.lower(example_params, self._keys(jax.random.PRNGKey(0)))
+            return self._run_on_devices.lower(example_params, self._keys(host_keys.seed_key(0)))
 
     def compile_lowered(self, lowered: jax.stages.Lowered) -> None:
         """Compile what `lower` gave, so that the first evaluation only runs."""
         self._run_on_devices = lowered.compile()
 
     def _keys(self, key: jax.Array) -> jax.Array:
-        return jax.random.split(key, self._n_local)
+        return host_keys.split(key, self._n_local)
 
     def __call__(self, eval_params: EvalParams, key: jax.Array) -> Dict[str, np.ndarray]:
         stats = jax.device_get(self._run_on_devices(eval_params, self._keys(key)))

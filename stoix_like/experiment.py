@@ -19,7 +19,7 @@ import jax
 import numpy as np
 from omegaconf import DictConfig
 
-from stoix_like import budget as budget_lib
+from stoix_like import budget as budget_lib, host_keys
 from stoix_like import config_schema
 from stoix_like import checkpointing, compilation_cache, population, run_record
 from stoix_like import envs as envs_lib
@@ -224,7 +224,7 @@ def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config:
     """Each seed is set up exactly as a single run with that seed would be; the states then sit side by side."""
     setups, eval_keys = [], []
     for seed in seeds:
-        setup_key, eval_key = jax.random.split(jax.random.PRNGKey(seed))
+        setup_key, eval_key = host_keys.split(host_keys.seed_key(seed))
         setups.append(learner_setup(train_env, setup_key, config, budget))
         eval_keys.append(np.asarray(eval_key))
     return Prepared(setups[0], parallel.stack_seeds([each.learner_state for each in setups]), np.stack(eval_keys))
@@ -356,7 +356,7 @@ def evaluate_seeds(loop: Loop, learned: Learned, progress: checkpointing.Progres
     eval_returns, eval_params_now = [], []
     for seed_index, seed in enumerate(loop.seeds):
         eval_params = eval_params_of(loop.system, learned.learner_state, seed_index, num_seeds)
-        next_eval_key, this_eval_key = jax.random.split(eval_keys[seed_index])
+        next_eval_key, this_eval_key = host_keys.split(eval_keys[seed_index])
         eval_keys[seed_index] = np.asarray(next_eval_key)
         stats = loop.logger.evaluation("eval", seed, progress.steps_done, loop.evaluate(eval_params, this_eval_key),
                                        train_means[seed_index])
@@ -382,9 +382,9 @@ def absolute_metric(loop: Loop, progress: checkpointing.Progress) -> List[float]
     compiled evaluator (no second compilation)."""
     absolute_returns = []
     for seed_index, seed in enumerate(loop.seeds):
-        _, absolute_key = jax.random.split(progress.eval_keys[seed_index])
+        _, absolute_key = host_keys.split(progress.eval_keys[seed_index])
         rounds = [loop.evaluate(progress.best_params[seed_index], key)
-                  for key in jax.random.split(absolute_key, ABSOLUTE_METRIC_EPISODE_FACTOR)]
+                  for key in host_keys.split(absolute_key, ABSOLUTE_METRIC_EPISODE_FACTOR)]
         per_episode = {name: np.concatenate([r[name] for r in rounds]) for name in rounds[0]}
         stats = loop.logger.evaluation("absolute", seed, progress.steps_done, per_episode, {})
         absolute_returns.append(stats["episode_return"]["mean"])
@@ -441,7 +441,7 @@ def evaluate_checkpoint(config: DictConfig) -> float:
           f"{'greedy' if run_config.arch.evaluation_greedy else 'sampled'} actions", flush=True)
     means = []
     for k, (seed, eval_params) in enumerate(zip(meta["seeds"], per_seed_params)):
-        per_episode = evaluate(eval_params, jax.random.fold_in(jax.random.PRNGKey(int(config.seed)), k))
+        per_episode = evaluate(eval_params, jax.random.fold_in(host_keys.seed_key(int(config.seed)), k))
         ret, length = summarize(per_episode["episode_return"]), summarize(per_episode["episode_length"])
         median = float(np.median(per_episode["episode_return"]))
         print(f"[evaluate seed {seed}] return {ret['mean']:.2f} ± {ret['std']:.2f} (median {median:.2f}, "

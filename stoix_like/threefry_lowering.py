@@ -18,7 +18,7 @@ program another thread lowers inside the window gets the unrolled rule too, harm
 from __future__ import annotations
 
 import contextlib
-from typing import ContextManager, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Iterator, List, Optional, Sequence, Tuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -36,20 +36,34 @@ def _rotate_left(value: jnp.ndarray, distance: int) -> jnp.ndarray:
     return lax.shift_left(value, np.uint32(distance)) | lax.shift_right_logical(value, np.uint32(32 - distance))
 
 
-def _threefry2x32(key1: jnp.ndarray, key2: jnp.ndarray, x1: jnp.ndarray, x2: jnp.ndarray
-                  ) -> Tuple[jnp.ndarray, jnp.ndarray]:
-    """The 20-round hash of counts (x1, x2) under key (key1, key2), all uint32 arrays of one shape."""
-    keys: Sequence[jnp.ndarray] = (key1, key2, key1 ^ key2 ^ _KEY_PARITY)
-    x: List[jnp.ndarray] = [x1 + keys[0], x2 + keys[1]]
+def _rotate_left_on_host(value: np.ndarray, distance: int) -> np.ndarray:
+    return (value << np.uint32(distance)) | (value >> np.uint32(32 - distance))  # logical: value is unsigned
+
+
+RotateLeft = Callable[[Any, int], Any]
+
+
+def threefry2x32(key1: Any, key2: Any, x1: Any, x2: Any, rotate_left: RotateLeft = _rotate_left) -> Tuple[Any, Any]:
+    """The 20-round hash of counts (x1, x2) under key (key1, key2), all uint32 arrays of one shape: jax arrays
+    while lowering, or numpy arrays with `rotate_left=_rotate_left_on_host` (host_keys.py)."""
+    keys: Sequence[Any] = (key1, key2, key1 ^ key2 ^ _KEY_PARITY)
+    x: List[Any] = [x1 + keys[0], x2 + keys[1]]
     for block in range(5):  # 5 blocks of 4 rounds, each followed by a key injection
         for distance in _ROTATIONS[block % 2]:
             x[0] = x[0] + x[1]
-            x[1] = x[0] ^ _rotate_left(x[1], distance)
+            x[1] = x[0] ^ rotate_left(x[1], distance)
         x = [x[0] + keys[(block + 1) % 3], x[1] + keys[(block + 2) % 3] + np.uint32(block + 1)]
     return x[0], x[1]
 
 
-_unrolled_rule = mlir.lower_fun(_threefry2x32, multiple_results=True)
+def threefry2x32_on_host(key1: np.ndarray, key2: np.ndarray, x1: np.ndarray, x2: np.ndarray
+                         ) -> Tuple[np.ndarray, np.ndarray]:
+    """`threefry2x32` in numpy: no XLA program. Arrays, not numpy scalars, which would warn on the wrap-around
+    that the hash relies on."""
+    return threefry2x32(key1, key2, x1, x2, rotate_left=_rotate_left_on_host)
+
+
+_unrolled_rule = mlir.lower_fun(threefry2x32, multiple_results=True)
 
 # Only a hash of at most this many counts is unrolled: one key split in two, `jax.random.split(key)`, which every
 # env step makes at least once. Unrolling larger hashes too (per-env key splits, uniform draws, the epoch's

@@ -135,3 +135,42 @@ def test_an_evaluator_compiled_beside_the_learner_evaluates_as_one_compiled_at_i
     key = jax.random.PRNGKey(3)
     chex.assert_trees_all_equal(ahead(params, key), at_first_call(params, key))
     assert ahead(params, key)["episode_return"].shape == (6,)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 42, 1007, -1, 2 ** 31 - 1, -(2 ** 31)])
+def test_keys_made_and_split_on_the_host_are_jax_s_bit_for_bit(seed):
+    from stoix_like import host_keys
+
+    key = host_keys.seed_key(seed)
+    np.testing.assert_array_equal(key, np.asarray(jax.random.PRNGKey(seed)))
+    for num in (1, 2, 3, 5, 10, 17):
+        keys = host_keys.split(key, num)
+        expected = np.asarray(jax.random.split(jax.random.PRNGKey(seed), num))
+        assert keys.dtype == expected.dtype and keys.shape == expected.shape
+        np.testing.assert_array_equal(keys, expected)
+        # a split of a split: keys of every bit pattern, not only a seed's (high word 0)
+        np.testing.assert_array_equal(host_keys.split(keys[-1], 3), np.asarray(jax.random.split(expected[-1], 3)))
+
+
+def test_a_split_on_the_host_defers_to_jax_for_typed_keys():
+    from stoix_like import host_keys
+
+    typed = jax.random.key(7)
+    np.testing.assert_array_equal(jax.random.key_data(host_keys.split(typed, 3)),
+                                  jax.random.key_data(jax.random.split(typed, 3)))
+
+
+@pytest.mark.parametrize("decay", [True, False])
+def test_the_optimizer_state_made_on_the_host_is_optax_s_initial_state(decay):
+    import optax
+
+    from stoix_like.optim import make_optimizer
+
+    params = MLPTorso(layer_sizes=(8, 4), activation="tanh").init(jax.random.PRNGKey(0), jnp.ones((1, 3)))
+    schedule = optax.linear_schedule(1e-3, 0.0, 10) if decay else 1e-3
+    expected = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(schedule, eps=1e-5)).init(params)
+    got = make_optimizer(1e-3, 0.5, 10, decay).init(params)
+    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected)
+    for have, want in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
+        assert have.dtype == want.dtype and have.shape == want.shape
+        np.testing.assert_array_equal(have, want)

@@ -79,9 +79,9 @@ def test_the_unrolled_hash_matches_jax_s_on_many_counts_and_keys():
     # every size, not only the ones unrolled inside learners: the hash itself is the same function
     from jax.extend.random import threefry2x32_p
 
-    from stoix_like.threefry_lowering import _threefry2x32
+    from stoix_like.threefry_lowering import threefry2x32
 
     words = jax.random.bits(jax.random.PRNGKey(5), (4, 1000), jnp.uint32)
     expected = threefry2x32_p.bind(*words)
-    got = jax.jit(_threefry2x32)(*words)
+    got = jax.jit(threefry2x32)(*words)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

@@ -23,7 +23,7 @@ import jax
 import numpy as np
 from omegaconf import DictConfig
 
-from stoix_like import budget as budget_lib
+from stoix_like import budget as budget_lib, host_keys
 from stoix_like import checkpointing, config_schema, parallel, run_record
 from stoix_like.envs.cpu_vector_env import CpuVectorEnv, make_cpu_envs
 from stoix_like.errors import ConfigError
@@ -107,7 +107,7 @@ def _run(config: DictConfig, sebulba_setup: SebulbaLearnerSetup, algorithm: str,
     arch = config.arch
     seed = int(arch.seed)
     # the keys Anakin's experiment.set_up gives a seed
-    setup_key, eval_key = jax.random.split(jax.random.PRNGKey(seed))
+    setup_key, eval_key = host_keys.split(host_keys.seed_key(seed))
     actor_key = jax.random.fold_in(setup_key, 1)
     actor_envs: List[CpuVectorEnv] = []
     supervisor = Supervisor(float(arch.shutdown_timeout_seconds))
@@ -229,7 +229,7 @@ def _evaluate_and_save(config: DictConfig, setup: SebulbaSetup, budget: budget_l
                     float(returns.mean()) if returns.size else float("nan"), steps_per_second, eta, train_means)
     eval_params = eval_params_of(setup, learner_state)
     eval_keys = progress.eval_keys.copy()
-    next_key, this_key = jax.random.split(eval_keys[0])
+    next_key, this_key = host_keys.split(eval_keys[0])
     eval_keys[0] = np.asarray(next_key)
     stats = logger.evaluation("eval", seed, progress.steps_done, evaluate(eval_params, this_key),
                               {"steps_per_second": steps_per_second, **train_means})
@@ -248,9 +248,9 @@ def _evaluate_and_save(config: DictConfig, setup: SebulbaSetup, budget: budget_l
 
 def _absolute_metric(logger: Logger, evaluate: Evaluate, progress: checkpointing.Progress, seed: int) -> List[float]:
     """The best params' mean return over 10× the evaluation episodes, as Anakin's absolute metric."""
-    _, absolute_key = jax.random.split(progress.eval_keys[0])
+    _, absolute_key = host_keys.split(progress.eval_keys[0])
     rounds = [evaluate(progress.best_params[0], key)
-              for key in jax.random.split(absolute_key, ABSOLUTE_METRIC_EPISODE_FACTOR)]
+              for key in host_keys.split(absolute_key, ABSOLUTE_METRIC_EPISODE_FACTOR)]
     per_episode = {name: np.concatenate([r[name] for r in rounds]) for name in rounds[0]}
     stats = logger.evaluation("absolute", seed, progress.steps_done, per_episode, {})
     return [stats["episode_return"]["mean"]]

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import normalization, parallel, replay
+from stoix_like import host_keys, normalization, parallel, replay
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment, example_timestep
 from stoix_like.envs.wrappers import VmapWrapper
@@ -190,7 +190,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     if parallel.is_main_process():
         print(replay_ratio_line(system, budget, batches), flush=True)
     batched_env = VmapWrapper(env)
-    env_key, step_key = jax.random.split(key)
+    env_key, step_key = host_keys.split(key)
 
     # one example transition (no batch axes) tells the buffer what it stores; traced for its shapes only,
     # since running the env and the network eagerly would compile each of their ops one by one

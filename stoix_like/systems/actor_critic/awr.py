@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment, parallel, replay
+from stoix_like import experiment, host_keys, parallel, replay
 from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
@@ -115,8 +115,8 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     actor = build_actor(config.network, env.action_space)
     critic = build_critic(config.network)
 
-    init_key, key = jax.random.split(key)
-    actor_key, critic_key = jax.random.split(init_key)
+    init_key, key = host_keys.split(key)
+    actor_key, critic_key = host_keys.split(init_key)
     observation = example_observation(env)
     params = ActorCriticParams(*jitted_inits(actor, critic)((actor_key, critic_key), observation))
 

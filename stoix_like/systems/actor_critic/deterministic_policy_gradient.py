@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import parallel, replay, targets
+from stoix_like import host_keys, parallel, replay, targets
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.evaluator import actor_policy
@@ -107,7 +107,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     actor = build_actor(config.network, action_space)
     critics = continuous_control.critic_ensemble(build_state_action_critic(config.network), num_critics)
 
-    init_key, key = jax.random.split(key)
+    init_key, key = host_keys.split(key)
     actor_params, critic_params = continuous_control.init_actor_and_critics(actor, critics, env, init_key)
     params = ActorCriticParams(OnlineAndTarget(actor_params, actor_params),
                                OnlineAndTarget(critic_params, critic_params))

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import compilation_cache, experiment, parallel, replay, targets
+from stoix_like import compilation_cache, experiment, host_keys, parallel, replay, targets
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import ContinuousActionSpace, Environment, example_observation
 from stoix_like.evaluator import actor_policy
@@ -166,7 +166,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     actor = build_actor(config.network, action_space)
     critic = build_action_value_network(config.network, action_space)
 
-    init_key, key = jax.random.split(key)
+    init_key, key = host_keys.split(key)
     actor_params, critic_params = init_networks(actor, critic, env, init_key)
     params = MPOParams(actor=OnlineAndTarget(actor_params, actor_params),
                        critic=OnlineAndTarget(critic_params, critic_params),

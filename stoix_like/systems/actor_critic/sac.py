@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment, parallel, replay, targets
+from stoix_like import experiment, host_keys, parallel, replay, targets
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.evaluator import actor_policy
@@ -90,7 +90,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     actor = build_actor(config.network, action_space)
     critics = continuous_control.critic_ensemble(build_state_action_critic(config.network), int(system.num_critics))
 
-    init_key, key = jax.random.split(key)
+    init_key, key = host_keys.split(key)
     actor_params, critic_params = continuous_control.init_actor_and_critics(actor, critics, env, init_key)
     params = SACParams(actor=actor_params, critic=OnlineAndTarget(critic_params, critic_params),
                        log_alpha=jnp.log(jnp.asarray(float(system.init_alpha), jnp.float32)))

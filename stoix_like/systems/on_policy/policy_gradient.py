@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import normalization, parallel
+from stoix_like import host_keys, normalization, parallel
 from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
@@ -306,7 +306,7 @@ def build_actor_critic(env: Environment, key: jax.Array, config: DictConfig, bud
     actor-critic and by AlphaZero, whose policy and value networks are these."""
     system = config.system
     rollout.check_minibatches(system, budget)
-    key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
+    key, actor_key, critic_key, env_key, step_key = host_keys.split(key, 5)
     networks = actor_critic_networks(env.action_space, example_observation(env), actor_key, critic_key, config,
                                      budget)
     learner_state = rollout.initial_learner_state(state_type, env, env_key, step_key, system, budget,
@@ -353,13 +353,13 @@ def sebulba_set_up(envs: Any, key: jax.Array, config: DictConfig, budget: Budget
     builds, with the rollout collected by actor threads over CPU `envs` (cpu_vector_env.CpuVectorEnv)."""
     system = config.system
     rollout.check_minibatches(system, budget)
-    key, actor_key, critic_key, _, step_key = jax.random.split(key, 5)  # the split Anakin's set_up makes
+    key, actor_key, critic_key, _, step_key = host_keys.split(key, 5)  # the split Anakin's set_up makes
     observation = Observation(agent_view=jnp.zeros((1,) + tuple(envs.observation_shape), jnp.float32),
                               action_mask=jnp.ones((1, getattr(envs.action_space, "num_actions", 1)), bool),
                               step_count=jnp.zeros((1,), jnp.int32))
     networks = actor_critic_networks(envs.action_space, observation, actor_key, critic_key, config, budget)
     obs_norm = normalization.init(tuple(envs.observation_shape)) if system.normalize_observations else ()
-    keys = jax.random.split(step_key, n_learner_devices).reshape(n_learner_devices, 1, -1)
+    keys = host_keys.split(step_key, n_learner_devices).reshape(n_learner_devices, 1, -1)
     slots = parallel.replicate_over_slots((networks.params, networks.opt_states, obs_norm), n_learner_devices)
     learner_state = SebulbaLearnerState(params=slots[0], opt_states=slots[1], key=keys,
                                         obs_norm=slots[2])

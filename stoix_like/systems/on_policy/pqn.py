@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import experiment, normalization, parallel
+from stoix_like import experiment, host_keys, normalization, parallel
 from stoix_like.compilation_cache import jitted_init
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment, example_observation
@@ -91,7 +91,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     q_network = build_q_network(config.network, env.action_space)
     batched_env = VmapWrapper(env)
 
-    key, q_key, env_key, step_key = jax.random.split(key, 4)
+    key, q_key, env_key, step_key = host_keys.split(key, 4)
     q_params = jitted_init(q_network)(q_key, example_observation(env))
 
     optimizer = make_optimizer(system.q_lr, system.max_grad_norm, rollout.optimizer_steps(system, budget),

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment, normalization, parallel
+from stoix_like import experiment, host_keys, normalization, parallel
 from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_init
 from stoix_like.envs.environment import Environment, example_observation
@@ -154,7 +154,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     actor = build_recurrent_actor(config.network, env.action_space)
     critic = build_recurrent_critic(config.network)
 
-    key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
+    key, actor_key, critic_key, env_key, step_key = host_keys.split(key, 5)
     observation, reset = _one_step(example_observation(env)), jnp.ones((1, 1), bool)
     params = ActorCriticParams(
         jitted_init(actor)(actor_key, actor.recurrent_core.initial_hidden(1), observation, reset),

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment, normalization, parallel, targets
+from stoix_like import experiment, host_keys, normalization, parallel, targets
 from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
@@ -111,7 +111,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     actor = build_actor(config.network, env.action_space)
     critic = build_critic(config.network)
 
-    key, actor_key, critic_key, env_key, step_key = jax.random.split(key, 5)
+    key, actor_key, critic_key, env_key, step_key = host_keys.split(key, 5)
     observation = example_observation(env)
     actor_params, critic_params = jitted_inits(actor, critic)((actor_key, critic_key), observation)
     params = VMPOParams(actor=OnlineAndTarget(actor_params, actor_params), critic=critic_params,

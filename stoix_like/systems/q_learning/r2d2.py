@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment, normalization, replay
+from stoix_like import experiment, host_keys, normalization, replay
 from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_init
 from stoix_like.envs.environment import Environment, example_observation
@@ -182,7 +182,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         raise ConfigError(f"r2d2 needs a scalar Q head (stoix_like.networks.heads.q_head); use network="
                           f"{EXAMPLE_NETWORKS}.")
 
-    init_key, key = jax.random.split(key)
+    init_key, key = host_keys.split(key)
     online = jitted_init(q_network)(init_key, hidden, observation, reset)
     apply = make_apply(q_network)
     optimizer = value_based.q_optimizer(system, budget)

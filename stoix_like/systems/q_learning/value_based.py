@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import normalization, parallel, replay, targets
+from stoix_like import host_keys, normalization, parallel, replay, targets
 from stoix_like.compilation_cache import jitted_init
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
@@ -146,7 +146,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
             f"the network's Q head ({config.network.q_network.q_head._target_}) outputs {head_kind(example_output)} "
             f"Q-values but {name} needs a {needs_head} head; use e.g. network={example_networks}.")
 
-    init_key, key = jax.random.split(key)
+    init_key, key = host_keys.split(key)
     online = jitted_init(q_network)(init_key, observation)  # one compile, not one per op
     apply = make_apply(q_network)
     optimizer = q_optimizer(system, budget)

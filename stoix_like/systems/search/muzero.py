@@ -47,7 +47,7 @@ import mctx
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import experiment, normalization, parallel, replay
+from stoix_like import experiment, host_keys, normalization, parallel, replay
 from stoix_like.budget import Budget
 from stoix_like.compilation_cache import jitted_init
 from stoix_like.envs.environment import ActionSpace, DiscreteActionSpace, Environment, example_observation
@@ -399,7 +399,7 @@ def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
     check_support(system)
     support = support_of(system)
     network = build_muzero_network(config.network, action_space, int(system.num_atoms))
-    init_key, key = jax.random.split(key)
+    init_key, key = host_keys.split(key)
     params = jitted_init(network)(init_key, example_observation(env), example_action(action_space))
     optimizer = make_optimizer(system.model_lr, system.max_grad_norm,
                                budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
