@@ -19,9 +19,9 @@ import jax
 import numpy as np
 from omegaconf import DictConfig
 
-from stoix_like import budget as budget_lib, host_keys
+from stoix_like import budget as budget_lib
 from stoix_like import config_schema
-from stoix_like import checkpointing, compilation_cache, population, run_record
+from stoix_like import checkpointing, compilation_cache, host_keys, population, run_record
 from stoix_like import envs as envs_lib
 from stoix_like import parallel
 from stoix_like.errors import ConfigError

@@ -23,8 +23,8 @@ import jax
 import numpy as np
 from omegaconf import DictConfig
 
-from stoix_like import budget as budget_lib, host_keys
-from stoix_like import checkpointing, config_schema, parallel, run_record
+from stoix_like import budget as budget_lib
+from stoix_like import checkpointing, config_schema, host_keys, parallel, run_record
 from stoix_like.envs.cpu_vector_env import CpuVectorEnv, make_cpu_envs
 from stoix_like.errors import ConfigError
 from stoix_like.experiment import ABSOLUTE_METRIC_EPISODE_FACTOR, RunResult, eval_params_of, run_dir_of
