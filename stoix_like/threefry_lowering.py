@@ -8,16 +8,18 @@ arithmetic that XLA fuses into a few kernels; only the smallest hashes gain from
 bits are the same (integer adds, rotations and xors: there is nothing to reorder), so learning is bit-identical;
 tests/test_threefry_lowering.py checks both.
 
-The rule is swapped in only while `unrolled_threefry()` is active (parallel.compile_learner), not for the whole
-process: other jax code in the process keeps jax's own choice. Lowering happens once per program, at `.lower()`;
-the compiled program keeps what it was lowered with, and jax reuses a function's cached lowering, so a function
-already lowered outside the block keeps jax's loop (compile_learner lowers a fresh pmap of each learner). A
-program another thread lowers inside the window gets the unrolled rule too, harmless since the bits are the same.
+The rule applies only to what a thread lowers while `unrolled_threefry()` is active in that thread
+(parallel.compile_learner), not to the whole process: other jax code keeps jax's own choice, and a learner lowered
+on one thread keeps its limit while another thread lowers setup programs with theirs. Lowering happens once per
+program, at `.lower()`; the compiled program keeps what it was lowered with, and jax reuses a function's cached
+lowering, so a function already lowered outside the block keeps jax's loop (compile_learner lowers a fresh pmap of
+each learner).
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any, Callable, ContextManager, Iterator, List, Optional, Sequence, Tuple
 
 import jax.numpy as jnp
@@ -73,28 +75,55 @@ _unrolled_rule = mlir.lower_fun(threefry2x32, multiple_results=True)
 _MAX_UNROLLED_COUNTS = 2
 
 
+# Each thread's active limits, innermost last: a learner lowered on one thread while another thread sets up a seed
+# (experiment.compile_programs) gets its own rule, not the setup's
+_limits = threading.local()
+_NO_LIMIT = None
+_install_lock = threading.Lock()
+_installed = False
+
+
+def _active_limits() -> List[Optional[int]]:
+    if not hasattr(_limits, "stack"):
+        _limits.stack = []
+    return _limits.stack
+
+
+def _install_dispatching_rule() -> None:
+    """Once per process: a CPU rule that reads the lowering thread's limit, and is jax's own rule outside every
+    `unrolled_threefry` block. jax keeps its per-platform rules in a dict that has no public reader."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        jax_rule = mlir._platform_specific_lowerings[_PLATFORM].get(threefry2x32_p)
+        generic_rule = mlir._lowerings[threefry2x32_p]
+
+        def rule(ctx: Any, *args: Any) -> Any:
+            limits = _active_limits()
+            if limits:
+                limit = limits[-1]
+                if jax_rule is None or limit is _NO_LIMIT or int(np.prod(ctx.avals_in[2].shape)) <= limit:
+                    return _unrolled_rule(ctx, *args)
+            return (jax_rule or generic_rule).rule(ctx, *args)
+
+        mlir.register_lowering(threefry2x32_p, rule, platform=_PLATFORM)
+        _installed = True
+
+
 @contextlib.contextmanager
 def unrolled_threefry(max_counts: Optional[int] = _MAX_UNROLLED_COUNTS) -> Iterator[None]:
-    """Programs lowered inside lower `threefry2x32_p` on CPU as straight-line code (other platforms unchanged),
-    for hashes of at most `max_counts` counts; None: every hash, for a program that runs once, where compile time
-    is what counts (a 64×64 normal draw compiles in ~0.15 s instead of ~0.5 s: compilation_cache.jit_setup_program)."""
-    # jax keeps its per-platform rules in this dict; there is no public way to read one back and restore it
-    rules = mlir._platform_specific_lowerings[_PLATFORM]
-    previous = rules.get(threefry2x32_p)
-
-    def rule(ctx, *args):
-        if previous is None or max_counts is None or int(np.prod(ctx.avals_in[2].shape)) <= max_counts:
-            return _unrolled_rule(ctx, *args)
-        return previous.rule(ctx, *args)
-
-    mlir.register_lowering(threefry2x32_p, rule, platform=_PLATFORM)
+    """Programs this thread lowers inside lower `threefry2x32_p` on CPU as straight-line code (other platforms
+    unchanged), for hashes of at most `max_counts` counts; None: every hash, for a program that runs once, where
+    compile time is what counts (a 64×64 normal draw compiles in ~0.15 s instead of ~0.5 s:
+    compilation_cache.jit_setup_program)."""
+    _install_dispatching_rule()
+    limits = _active_limits()
+    limits.append(max_counts)
     try:
         yield
     finally:
-        if previous is None:
-            rules.pop(threefry2x32_p, None)
-        else:
-            rules[threefry2x32_p] = previous
+        limits.pop()
 
 
 def setup_program_threefry() -> ContextManager[None]:

@@ -177,6 +177,59 @@ def test_vmap_wrapper_batches_reset_and_step(cartpole):
     assert timesteps.extras["episode_metrics"]["episode_length"].shape == (3,)
 
 
+def _random_rollout(batched: VmapWrapper, step, key: jax.Array, num_envs: int = 8, length: int = 600):
+    """`length` steps of `num_envs` envs under random actions, through `step(states, actions)`: what each step saw."""
+    space = batched.action_space
+
+    def one_step(carry, step_key):
+        if isinstance(space, DiscreteActionSpace):
+            actions = jax.random.randint(step_key, (num_envs,), 0, space.num_actions)
+        else:
+            actions = jax.random.uniform(step_key, (num_envs, *space.shape), minval=-1.0, maxval=1.0)
+        states, timesteps = step(carry, actions)
+        return states, (timesteps.observation.agent_view, timesteps.extras["next_obs"].agent_view, timesteps.reward,
+                        timesteps.last(), states)
+
+    states, _ = batched.reset(jax.random.split(key, num_envs))
+    return jax.lax.scan(one_step, states, jax.random.split(key, length))[1]
+
+
+@pytest.mark.parametrize("outer_seeds", [None, 2])
+def test_resets_computed_only_when_an_env_finished_change_nothing_on_cartpole(outer_seeds):
+    """On CPU a batch's resets are computed under a conditional, on the steps where one of its envs finished: the
+    same keys, hence the same trajectory as a reset per env on every step (`vmap` of the one-env step), alone and
+    under an outer vmap (a population's seeds), where the conditional becomes a select."""
+    train_env, _ = make(env_config("gymnax", "CartPole-v1"))
+    batched = VmapWrapper(train_env)
+    one_env_steps = jax.vmap(train_env.step)
+
+    def both(key):
+        return _random_rollout(batched, batched.step, key), _random_rollout(batched, one_env_steps, key)
+
+    keys = jax.random.PRNGKey(3) if outer_seeds is None else jax.random.split(jax.random.PRNGKey(3), outer_seeds)
+    program = jax.jit(both if outer_seeds is None else jax.vmap(both))
+    if outer_seeds is None:  # the conditional is really there, alone
+        assert " conditional(" in program.lower(keys).compile().as_text()
+    conditional, every_step = program(keys)
+    assert int(np.sum(conditional[3])) > 20  # many episodes ended (a random CartPole falls in ~20 steps)
+    for ours, theirs in zip(jax.tree_util.tree_leaves(conditional), jax.tree_util.tree_leaves(every_step)):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+def test_resets_computed_only_when_an_env_finished_differ_in_the_last_bits_at_most():
+    """Pendulum's step compiled apart from its reset may round differently (XLA fuses them differently): the
+    trajectories agree to float32 rounding, not bit for bit."""
+    train_env, _ = make(env_config("gymnax", "Pendulum-v1"))
+    batched = VmapWrapper(train_env)
+    key = jax.random.PRNGKey(3)
+    conditional = jax.jit(lambda k: _random_rollout(batched, batched.step, k, length=450))(key)
+    every_step = jax.jit(lambda k: _random_rollout(batched, jax.vmap(train_env.step), k, length=450))(key)
+    np.testing.assert_array_equal(conditional[3], every_step[3])  # the same episode ends (every 200 steps)
+    assert int(np.sum(conditional[3])) == 2 * 8
+    for ours, theirs in zip(conditional[:3], every_step[:3]):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-5, atol=1e-5)
+
+
 def test_shared_resets_restart_finished_envs_in_turn_and_leave_the_others_exact():
     """env.resets_per_step=k: the envs that finish on a step take k fresh initial states in turn; everything else
     (the envs still running, and every finished env's reward, discount, step type and next_obs) is exactly what the

@@ -55,6 +55,36 @@ def test_the_rule_is_restored_after_the_block():
         assert " while(" in text
 
 
+def test_a_block_reaches_only_the_thread_that_opened_it():
+    """A learner lowered on one thread keeps the learners' limit while another thread lowers setup programs inside
+    `setup_program_threefry` (every hash straight-line), and the other way round."""
+    import threading
+
+    from stoix_like.threefry_lowering import setup_program_threefry
+
+    if jax.default_backend() != "cpu":
+        return  # the rule is CPU's only
+    key = jax.random.PRNGKey(0)
+    draw = lambda k: jax.random.uniform(k, (16, 4))  # noqa: E731  # 64 counts: above the learners' limit of 2
+    lowered_elsewhere = []
+    opened, lowered = threading.Event(), threading.Event()
+
+    def other_thread():
+        opened.wait()
+        lowered_elsewhere.append(_compiled_text_and_result(draw, key, unrolled=True)[0])  # the learners' limit
+        lowered.set()
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    with setup_program_threefry():
+        opened.set()
+        lowered.wait()
+        here, _ = _compiled_text_and_result(draw, key, unrolled=False)  # inside this thread's setup block
+    thread.join()
+    assert " while(" not in here  # this thread's block: every hash straight-line
+    assert " while(" in lowered_elsewhere[0]  # the other thread's own limit: jax's loop for 64 counts
+
+
 def test_a_learner_compiled_unrolled_learns_bit_identically(compose):
     # 1 evaluation × 2 updates × 8 steps × 4 envs: ε-greedy acting, auto-resets and the minibatch shuffle all draw
     config = compose("pqn", ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatches=2",

@@ -138,10 +138,11 @@ class AutoReset(Wrapper):
     bootstrap from it. `extras["next_obs"]` is present on every TimeStep, reset included.
 
     `resets_per_step` (None: exact) applies to a batch of envs (`VmapWrapper`): None gives every env its own
-    fresh reset each step, which under vmap means a reset computed for every env on every step (a select pays
-    for both branches). A suite whose reset costs far more than a step (Craftax generates a world: 10× a step)
-    can set k: each batched step then generates k fresh initial states and the envs that finished take them in
-    turn, so the reset costs k instead of the batch's size; when more than k envs finish on one step, some start
+    fresh reset each step. Under vmap a select pays for both branches, so each env's reset is computed on every
+    step; on CPU a batch's resets are computed only on the steps where one of its envs finished
+    (`_resets_when_any_finished`). A suite whose reset costs far more than a step (Craftax generates a world: 10× a
+    step) can set k: each batched step then generates k fresh initial states and the envs that finished take them
+    in turn, so the reset costs k instead of the batch's size; when more than k envs finish on one step, some start
     from the same initial state (Craftax's own "optimistic" reset makes the same trade).
     """
 
@@ -168,6 +169,8 @@ class AutoReset(Wrapper):
     def step_batch(self, states: AutoResetState, actions: Array) -> Tuple[AutoResetState, TimeStep]:
         """`step` over a batch of envs (leading axis), with `resets_per_step` fresh initial states per batch."""
         if self.resets_per_step is None:
+            if jax.default_backend() == "cpu":
+                return self._resets_when_any_finished(states, actions)
             return jax.vmap(self.step)(states, actions)
         num_envs = actions.shape[0]
         num_resets = int(self.resets_per_step)
@@ -183,6 +186,26 @@ class AutoReset(Wrapper):
         taken_states, taken_observations = jax.tree_util.tree_map(
             lambda x: x[pool_index], (pool_states, pool_timesteps.observation))
         env_states, timesteps = jax.vmap(_restart_where_over)(timesteps, env_states, taken_states, taken_observations)
+        return AutoResetState(env_states, keys), timesteps
+
+    def _resets_when_any_finished(self, states: AutoResetState, actions: Array) -> Tuple[AutoResetState, TimeStep]:
+        """`jax.vmap(self.step)` with the batch's resets computed only on a step where an env finished: what an
+        env that goes on takes from the reset is selected away anyway, and most steps finish no episode. The same
+        keys, hence the same numbers on CartPole; a physics env's may differ in the last bits, as XLA fuses the
+        step apart from the reset. CPU only: XLA runs a conditional there as a
+        branch, while on a GPU each one reads its predicate back on the host. Under an outer vmap (seeds, update
+        batch) the predicate is batched and the conditional becomes a select again: both branches, as before.
+        PPO with 4 brax ants: 1.4× the learning speed; 4 CartPoles, ~1.03× (a CartPole reset is 4 uniforms)."""
+        env_states, timesteps = jax.vmap(self._env.step)(states.env_state, actions)
+        keys, reset_keys = jnp.moveaxis(jax.vmap(jax.random.split)(states.key), 1, 0)
+
+        def fresh_resets() -> Tuple[EnvState, Observation]:
+            reset_states, reset_timesteps = jax.vmap(self._env.reset)(reset_keys)
+            return reset_states, reset_timesteps.observation
+
+        reset_states, reset_observations = jax.lax.cond(
+            jnp.any(timesteps.last()), fresh_resets, lambda: (env_states, timesteps.observation))
+        env_states, timesteps = jax.vmap(_restart_where_over)(timesteps, env_states, reset_states, reset_observations)
         return AutoResetState(env_states, keys), timesteps
 
 
