@@ -127,6 +127,10 @@ def check_overrides(config_name: str, overrides: list[str]) -> str | None:
     """
     if any(arg in ("-m", "--multirun") for arg in overrides) or not _plain_overrides(overrides):
         return None  # a sweep is Hydra's to expand; with nothing overridden there is nothing to compose twice
+    if _composition_problem(config_name, overrides) is None:
+        # Hydra composed every override: no option or key is unknown (or an old name), since either would have
+        # failed the composition. Only a value's range is left to check. (One composition, ~0.25 s, instead of two.)
+        return _value_problem(overrides)
     group_overrides, key_overrides = [], []
     for override in overrides:
         if "=" not in override or override.startswith(("-", "+", "~")):
