@@ -222,9 +222,25 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
             _describe_and_exit(config_name, [arg for arg in sys.argv[1:] if arg != "--describe"])
         _refuse_bad_overrides(config_name, sys.argv[1:])
         sys.argv = [sys.argv[0], *whole_numbers_as_ints(sys.argv[1:])]
-        return hydra_main()
+        try:
+            return hydra_main()
+        finally:
+            if getattr(sys.modules.get("__main__"), "main", None) is main:
+                _skip_garbage_collection_at_exit()
 
     return main
+
+
+def _skip_garbage_collection_at_exit() -> None:
+    """When this entry is the program (`python -m experiments.<algo>`), its run is over: exit without the cycle
+    collections Python's shutdown makes over every object left (jax's traces, lowered modules and compiled
+    programs). They took ~0.4 s of a default PPO run's ~14 s on 2 cores, after its last line. `gc.freeze` moves
+    every live object out of the collector's reach; the atexit handlers still run, and the run's logs and
+    checkpoints were closed before its last line. Never in a process that goes on (a test, a notebook): there
+    the frozen objects' cycles would never be collected."""
+    import gc
+
+    gc.freeze()
 
 
 def _keep_compiled_programs(config: DictConfig) -> None:
