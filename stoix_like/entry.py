@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import gc
 import importlib
 import os
 import sys
@@ -212,7 +213,10 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
         try:
             config_schema.validate(config)
             _keep_compiled_programs(config)
-            return _resolve(run_experiment)(config)
+            run = _resolve(run_experiment)
+            if _is_the_program(main):
+                _collector_skips_what_is_loaded()
+            return run(config)
         except ConfigError as error:
             print(f"error: {error}", file=sys.stderr)
             sys.exit(2)
@@ -225,22 +229,37 @@ def hydra_entry(config_name: str, run_experiment: str | Callable[[DictConfig], f
         try:
             return hydra_main()
         finally:
-            if getattr(sys.modules.get("__main__"), "main", None) is main:
-                _skip_garbage_collection_at_exit()
+            if _is_the_program(main):
+                # the run is over: exit without the cycle collections Python's shutdown makes over every object
+                # left (jax's traces, lowered modules, compiled programs); the atexit handlers still run, and the
+                # run's logs and checkpoints were closed before its last line
+                gc.freeze()
 
     return main
 
 
-def _skip_garbage_collection_at_exit() -> None:
-    """When this entry is the program (`python -m experiments.<algo>`), its run is over: exit without the cycle
-    collections Python's shutdown makes over every object left (jax's traces, lowered modules and compiled
-    programs). They took ~0.4 s of a default PPO run's ~14 s on 2 cores, after its last line. `gc.freeze` moves
-    every live object out of the collector's reach; the atexit handlers still run, and the run's logs and
-    checkpoints were closed before its last line. Never in a process that goes on (a test, a notebook): there
-    the frozen objects' cycles would never be collected."""
-    import gc
+# The cyclic garbage collector and a command-line run. A run allocates millions of small objects while jax traces
+# and lowers its programs, and every full collection walks every object alive: jax, flax, Hydra and the system
+# loaded, then what tracing made. `gc.freeze` takes the objects alive now out of every later collection. Only
+# where the entry is the program (`python -m experiments.<algo>`): in a process that goes on (a test, a notebook),
+# frozen objects that become garbage in a cycle would never be collected.
 
-    gc.freeze()
+
+def _is_the_program(main: Callable[[], float]) -> bool:
+    return getattr(sys.modules.get("__main__"), "main", None) is main
+
+
+_loaded_code_frozen = False
+
+
+def _collector_skips_what_is_loaded() -> None:
+    """Once per process, before its first run: what is loaded by then (modules, classes, functions, the config)
+    lives as long as the process. A sweep's later jobs freeze nothing more, so one job's leftovers never outlive
+    it uncollected."""
+    global _loaded_code_frozen
+    if not _loaded_code_frozen:
+        gc.freeze()
+        _loaded_code_frozen = True
 
 
 def _keep_compiled_programs(config: DictConfig) -> None:

@@ -180,7 +180,7 @@ ENTRY_AS_PROGRAM = """
 import atexit, gc, sys
 from stoix_like.entry import hydra_entry
 
-{name} = hydra_entry("ppo", lambda config: 0.0)
+{name} = hydra_entry("ppo", lambda config: print("frozen in the run:", gc.get_freeze_count() > 0) or 0.0)
 atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))
 sys.argv = ["run", "hydra.run.dir=."]
 {name}()
@@ -188,11 +188,13 @@ sys.argv = ["run", "hydra.run.dir=."]
 
 
 @pytest.mark.parametrize("name, frozen", [("main", True), ("entry", False)])
-def test_the_garbage_collector_is_skipped_at_exit_only_when_the_entry_is_the_program(tmp_path, name, frozen):
-    """`python -m experiments.<algo>` (the program's `main` is the entry) exits without Python's last cycle
-    collections; an entry called by other code (here: not the program's `main`) leaves the collector alone."""
+def test_the_collector_skips_what_is_loaded_only_when_the_entry_is_the_program(tmp_path, name, frozen):
+    """`python -m experiments.<algo>` (the program's `main` is the entry) keeps what is loaded before its run out of
+    the cycle collector's walks, and exits without Python's last collections; an entry called by other code
+    (here: not the program's `main`) leaves the collector alone."""
     from conftest import run_python
 
     completed = run_python(["-c", ENTRY_AS_PROGRAM.format(name=name)], cwd=tmp_path, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
+    assert f"frozen in the run: {frozen}" in completed.stdout, completed.stdout[-3000:]
     assert f"frozen at exit: {frozen}" in completed.stdout, completed.stdout[-3000:]
