@@ -75,8 +75,9 @@ _unrolled_rule = mlir.lower_fun(threefry2x32, multiple_results=True)
 _MAX_UNROLLED_COUNTS = 2
 
 
-# Each thread's active limits, innermost last: a learner lowered on one thread while another thread sets up a seed
-# (experiment.compile_programs) gets its own rule, not the setup's
+# Each thread's active limits, innermost last. Swapping one process-wide rule in and out, as this module once did,
+# let a program lowered on another thread meanwhile take the block's rule, and two overlapping blocks on two threads
+# restore in the wrong order and leave one block's rule installed for the rest of the process.
 _limits = threading.local()
 _NO_LIMIT = None
 _install_lock = threading.Lock()
