@@ -46,7 +46,7 @@ def _size_xla_thread_pool_to_the_workers_share_of_cores() -> None:
     with the other worker's. So the backend starts here with the process limited to its share, then the limit is
     lifted: the pool's threads keep their share, while the Python thread, and every subprocess a test starts (entry
     points, multi-process runs), may run anywhere. Measured with `-n 2` on 2 cores: SAC's and TD3's populations
-    169 s -> 140 s together (the same for pinning the whole worker to one core); 25 compile-bound tests of
+    169 s -> 138 s together (the same for pinning the whole worker to one core); 25 compile-bound tests of
     test_value_based.py and test_policy_gradient.py 50.9 s -> 49.9 s. What a test checks is unchanged.
     """
     worker, workers = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")

@@ -168,11 +168,11 @@ class AutoReset(Wrapper):
 
     def step_batch(self, states: AutoResetState, actions: Array) -> Tuple[AutoResetState, TimeStep]:
         """`step` over a batch of envs (leading axis), with `resets_per_step` fresh initial states per batch."""
-        num_resets = self.resets_per_step
+        num_resets = None if self.resets_per_step is None else int(self.resets_per_step)
         if num_resets is None and jax.default_backend() != "cpu":
             return jax.vmap(self.step)(states, actions)
         num_envs = actions.shape[0]
-        if num_resets is not None and not 1 <= int(num_resets) <= num_envs:
+        if num_resets is not None and not 1 <= num_resets <= num_envs:
             raise ConfigError(f"env.resets_per_step={num_resets} must be in [1, {num_envs}] (the envs per batch "
                               f"slot), or null for a fresh reset per env.")
         env_states, timesteps = jax.vmap(self._env.step)(states.env_state, actions)
@@ -180,7 +180,7 @@ class AutoReset(Wrapper):
         if num_resets is None:
             reset_states, reset_observations = self._resets_when_any_finished(env_states, timesteps, reset_keys)
         else:
-            reset_states, reset_observations = self._shared_resets(timesteps, reset_keys, int(num_resets))
+            reset_states, reset_observations = self._shared_resets(timesteps, reset_keys, num_resets)
         env_states, timesteps = jax.vmap(_restart_where_over)(timesteps, env_states, reset_states, reset_observations)
         return AutoResetState(env_states, keys), timesteps
 
