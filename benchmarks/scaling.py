@@ -2,6 +2,7 @@
 
     python benchmarks/scaling.py [--env gymnax/cartpole] [--envs 16 64 256 1024 2048 4096]
                                  [--update-batch-sizes 1 4] [--steps-per-size 1048576] [--seed 42]
+                                 [--rollout-unroll 1]
     python benchmarks/scaling.py --env brax/ant --envs 16 128 1024 2048 --steps-per-size 524288
 
 For each env count N (`arch.total_num_envs`) and update batch U (`arch.update_batch_size`: U learner copies per
@@ -11,6 +12,9 @@ compile, and times the learn calls alone. The ceiling is the same N envs through
 random actions and no network (`loop_timing.random_acting_rate`) for as many steps: acting and learning on those
 envs can at best match it, so PPO / ceiling is the share of the machine that stepping the envs leaves to acting
 with a network and learning. Issue 15's check: PPO on 2,048 CartPoles reaches at least 0.3 of the ceiling.
+
+`--rollout-unroll K` sets `arch.rollout_unroll`: K env steps per iteration of PPO's compiled acting loop (the
+ceiling's loop is not unrolled). 1 suits a CPU; on a GPU, 5 cut the loop's kernel-launch overhead (README's Benchmarks, On a GPU).
 
 Figures depend on the machine and its load: read the ratios, which are taken in the same run at each size.
 """
@@ -30,20 +34,23 @@ RATIO_TARGET = 0.3  # PPO at 2,048 CartPole envs, as a share of the acting-only 
 RATIO_TARGET_ENVS = 2048
 
 
-def ppo_budget_overrides(env: str, num_envs: int, update_batch_size: int, steps_per_size: int) -> List[str]:
+def ppo_budget_overrides(env: str, num_envs: int, update_batch_size: int, steps_per_size: int,
+                         rollout_unroll: int = 1) -> List[str]:
     """Overrides for ~steps_per_size env steps in LEARN_CALLS whole learn calls of whole updates."""
     rollout_length = int(compose("ppo", [f"env={env}"]).system.rollout_length)
     steps_per_update = rollout_length * num_envs
     updates_per_call = max(1, round(steps_per_size / (LEARN_CALLS * steps_per_update)))
     return [f"env={env}", f"arch.total_num_envs={num_envs}", f"arch.update_batch_size={update_batch_size}",
             f"arch.num_evaluation={LEARN_CALLS}",
-            f"arch.total_timesteps={LEARN_CALLS * updates_per_call * steps_per_update}"]
+            f"arch.total_timesteps={LEARN_CALLS * updates_per_call * steps_per_update}",
+            f"arch.rollout_unroll={rollout_unroll}"]
 
 
-def measure(env: str, num_envs: int, update_batch_size: int, steps_per_size: int, seed: int) -> Dict[str, float]:
+def measure(env: str, num_envs: int, update_batch_size: int, steps_per_size: int, seed: int,
+            rollout_unroll: int = 1) -> Dict[str, float]:
     from stoix_like.systems.on_policy import ppo
 
-    config = compose("ppo", ppo_budget_overrides(env, num_envs, update_batch_size, steps_per_size)
+    config = compose("ppo", ppo_budget_overrides(env, num_envs, update_batch_size, steps_per_size, rollout_unroll)
                      + [f"arch.seed={seed}"])
     learned = time_learning(ppo.learner_setup, config, seed, eval_episodes=0)
     ceiling = random_acting_rate(config.env, num_envs, learned["steps"] // num_envs, seed)
@@ -59,6 +66,7 @@ def main() -> None:
     parser.add_argument("--update-batch-sizes", type=int, nargs="+", default=[1])
     parser.add_argument("--steps-per-size", type=int, default=1_048_576)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--rollout-unroll", type=int, default=1, help="arch.rollout_unroll for PPO (GPU: try 5)")
     args = parser.parse_args()
     for num_envs in args.envs:
         for update_batch_size in args.update_batch_sizes:
@@ -67,13 +75,14 @@ def main() -> None:
                              "every learner copy steps the same number of envs")
 
     print(f"PPO on {args.env} against the acting-only ceiling | jax {jax.__version__} on "
-          f"{jax.devices()[0].platform} ({jax.device_count()} device)")
+          f"{jax.devices()[0].platform} ({jax.device_count()} device), arch.rollout_unroll={args.rollout_unroll}")
     print(f"{'envs':>6}{'update batch':>14}{'steps':>12}{'compile s':>11}{'PPO steps/s':>14}{'ceiling steps/s':>17}"
           f"{'PPO / ceiling':>15}", flush=True)
     ratios = {}
     for num_envs in args.envs:
         for update_batch_size in args.update_batch_sizes:
-            row = measure(args.env, num_envs, update_batch_size, args.steps_per_size, args.seed)
+            row = measure(args.env, num_envs, update_batch_size, args.steps_per_size, args.seed,
+                          args.rollout_unroll)
             ratios[(num_envs, update_batch_size)] = row["ratio"]
             print(f"{num_envs:>6}{update_batch_size:>14}{row['steps']:>12,}{row['compile_s']:>11.1f}"
                   f"{row['ppo_steps_per_s']:>14,.0f}{row['ceiling_steps_per_s']:>17,.0f}{row['ratio']:>15.3f}",

@@ -111,7 +111,8 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActin
                                    env_steps=state.env_steps + budget.num_envs)
             return state, (transition, timestep.extras["episode_metrics"])
 
-        state, (traj, episode_metrics) = jax.lax.scan(env_step, state, None, length=length)
+        state, (traj, episode_metrics) = jax.lax.scan(env_step, state, None, length=length,
+                                                          unroll=config.arch.rollout_unroll)
         buffer_state = replay.add_rollout(buffer, state.buffer_state, traj)
         obs_norm = state.obs_norm
         if system.normalize_observations:

@@ -249,7 +249,8 @@ def get_learner_fn(env: VmapWrapper, networks: PolicyAndValue, update_fns: Actor
     learn_from_steps = make_learn_from_steps(networks, update_fns, config.system, objective, critic_loss)
 
     def update_step(state) -> Tuple[Any, LearnerOutput]:
-        state, steps = rollout.collect_rollout(env, act, state, config.system.rollout_length)
+        state, steps = rollout.collect_rollout(env, act, state, config.system.rollout_length,
+                                                config.arch.rollout_unroll)
         state, traj, train_metrics = learn_from_steps(state, steps)
         return state, LearnerOutput(episode_metrics=traj.episode_metrics, train_metrics=train_metrics)
 

@@ -45,7 +45,7 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
             action = epsilon_greedy(key, q_apply(q_params, observation), observation.action_mask, epsilon)
             return action, action, ()
 
-        state, traj = rollout.collect_rollout(env, act, state, system.rollout_length)
+        state, traj = rollout.collect_rollout(env, act, state, system.rollout_length, config.arch.rollout_unroll)
         return state._replace(update_count=state.update_count + 1), traj, epsilon
 
     def q_lambda_targets(q_params, obs_norm, traj: RolloutStep) -> jax.Array:

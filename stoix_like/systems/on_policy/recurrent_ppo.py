@@ -118,7 +118,8 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
 
     def update_step(state: RecurrentLearnerState) -> Tuple[RecurrentLearnerState, LearnerOutput]:
         start_hidden = state.hidden
-        state, steps = rollout.collect_rollout_from_state(env, act, state, system.rollout_length)
+        state, steps = rollout.collect_rollout_from_state(env, act, state, system.rollout_length,
+                                                           config.arch.rollout_unroll)
         next_values = successor_values(state.params.critic, state.obs_norm, steps.policy_extras["critic_hidden"],
                                        steps.next_observation)
         traj = policy_gradient.transitions(steps, next_values)

@@ -54,9 +54,10 @@ class OnPolicyState(Protocol):
                  key: PRNGKey = ..., env_state: EnvState = ..., timestep: TimeStep = ...) -> LearnerStateT: ...
 
 
-def collect_rollout(env: VmapWrapper, act: ActFn, state: LearnerStateT, rollout_length: int
+def collect_rollout(env: VmapWrapper, act: ActFn, state: LearnerStateT, rollout_length: int, unroll: int
                     ) -> Tuple[LearnerStateT, RolloutStep]:
     """Steps the batched env `rollout_length` times with the current params; returns a time-major trajectory.
+    `unroll` (arch.rollout_unroll) env steps run per iteration of the compiled loop: a speed choice, not a result.
 
     The policy sees observations normalised with the rollout's statistics; the trajectory keeps them raw.
     """
@@ -64,11 +65,11 @@ def collect_rollout(env: VmapWrapper, act: ActFn, state: LearnerStateT, rollout_
     def act_from_params(state: LearnerStateT, observation: Observation, key: jax.Array):
         return (state, *act(state.params, observation, key))
 
-    return collect_rollout_from_state(env, act_from_params, state, rollout_length)
+    return collect_rollout_from_state(env, act_from_params, state, rollout_length, unroll)
 
 
-def collect_rollout_from_state(env: VmapWrapper, act: StatefulActFn, state: LearnerStateT, rollout_length: int
-                               ) -> Tuple[LearnerStateT, RolloutStep]:
+def collect_rollout_from_state(env: VmapWrapper, act: StatefulActFn, state: LearnerStateT, rollout_length: int,
+                               unroll: int) -> Tuple[LearnerStateT, RolloutStep]:
     """`collect_rollout` for a policy that reads or moves more of the learner state than its params: a recurrent
     one's hidden state (reset where `state.timestep` opens an episode), a search's env states. The trajectory is
     the same."""
@@ -90,7 +91,7 @@ def collect_rollout_from_state(env: VmapWrapper, act: StatefulActFn, state: Lear
         )
         return state._replace(key=key, env_state=env_state, timestep=timestep), step
 
-    return jax.lax.scan(env_step, state, None, length=rollout_length)
+    return jax.lax.scan(env_step, state, None, length=rollout_length, unroll=unroll)
 
 
 def shuffled_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> Any:

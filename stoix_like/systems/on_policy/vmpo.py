@@ -94,7 +94,7 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
         return (params, VMPOOptStates(actor_opt, critic_opt, dual_opt, gradient_steps), obs_norm), metrics
 
     def update_step(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, LearnerOutput]:
-        state, steps = rollout.collect_rollout(env, act, state, system.rollout_length)
+        state, steps = rollout.collect_rollout(env, act, state, system.rollout_length, config.arch.rollout_unroll)
         advantages, value_targets = advantages_and_value_targets(state, steps)
         state, train_metrics = rollout.learn_from_rollout(
             update_minibatch, state, (steps.observation, steps.action, advantages, value_targets), steps.observation,

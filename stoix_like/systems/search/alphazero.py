@@ -163,7 +163,8 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
         return (params, opt_states, obs_norm), metrics
 
     def update_step(state: OnPolicyLearnerState) -> Tuple[OnPolicyLearnerState, LearnerOutput]:
-        state, steps = rollout.collect_rollout_from_state(batched_env, act, state, system.rollout_length)
+        state, steps = rollout.collect_rollout_from_state(batched_env, act, state, system.rollout_length,
+                                                           config.arch.rollout_unroll)
         targets = value_targets(state, steps)
         state, train_metrics = rollout.learn_from_rollout(
             update_minibatch, state, (steps.observation, steps.policy_extras["policy_target"], targets),
