@@ -10,6 +10,10 @@ the keys that did not exist then with the values that reproduce what the old cod
 - `prioritized_replay` and its exponents where the system could not choose it (SAC, TD3, DDPG: off);
 - `env.max_episode_steps`: null (the suite's own limit) unless an old suite key set it.
 
+`add_later_keys(saved)` adds the keys that came after today's format (3) was first written, so every checkpoint
+of it reads too: Anakin's `arch.rollout_unroll` is 1 (its acting loop was not unrolled; the value changes speed,
+not results). `upgrade_saved_config` applies it as well.
+
 `batch_size` counted per (device, batch) slot; `total_batch_size` counts over all of them, so it becomes
 `batch_size × batch_slots` (n_devices × arch.update_batch_size of the saved run). Keys the systems no longer
 carry (C51's and Rainbow's unread `huber_loss_parameter` / `regularisation_weight`) are dropped. An up-to-date
@@ -49,9 +53,19 @@ def upgrade_saved_config(saved: Any, algorithm: str, batch_slots: int = 1) -> Di
         for key in _DISTRIBUTIONAL_UNREAD:
             system.pop(key, None)
     _add_missing_keys(config, name)
+    add_later_keys(config)
     if "batch_size" in system:
         system["batch_size"] = int(system["batch_size"]) * int(batch_slots)
     return _rename_keys(config, name)
+
+
+def add_later_keys(saved: Dict[str, Any]) -> Dict[str, Any]:
+    """`saved` (a plain dict, changed in place and returned) with the keys added since format 3 was first written,
+    at the values that reproduce the run that saved it."""
+    arch = saved.get("arch") or {}
+    if "update_batch_size" in arch:  # Anakin: Sebulba's actor threads have no compiled acting loop
+        arch.setdefault("rollout_unroll", 1)
+    return saved
 
 
 def _add_missing_keys(config: Dict[str, Any], name: str) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 from conftest import REPO_ROOT, run_python
+from omegaconf import OmegaConf
 
 from stoix_like import budget as budget_lib
 from stoix_like import checkpointing, systems
@@ -308,6 +309,20 @@ def test_a_checkpoint_saved_in_the_old_vocabulary_reads_in_todays(uninterrupted)
     assert old.config.system.system_name == "ppo" and old.config.env.max_episode_steps is None
     assert checkpointing.saved_description(old_meta) == checkpointing.describe_run(today, "ppo")
     assert checkpointing.saved_description(saved.meta) == checkpointing.describe_run(today, "ppo")
+
+
+def test_a_checkpoint_saved_before_arch_rollout_unroll_reads_with_the_loop_it_ran(uninterrupted):
+    """Version-3 checkpoints written before the key existed lack arch.rollout_unroll: read today they get 1, the
+    acting loop that wrote them, and the rest of the config is untouched."""
+    import copy
+
+    saved = checkpointing.read_saved_run(str(uninterrupted.checkpoints))
+    before_the_key = copy.deepcopy(saved.meta)
+    del before_the_key["config"]["arch"]["rollout_unroll"]
+    read = checkpointing.SavedRun(saved.root, saved.step, before_the_key).config
+    assert read.arch.rollout_unroll == 1
+    assert OmegaConf.to_container(read) == OmegaConf.to_container(saved.config)
+    assert "rollout_unroll" not in before_the_key["config"]["arch"]  # reading changed nothing in the metadata
 
 
 @pytest.mark.parametrize("overrides, refusal", [

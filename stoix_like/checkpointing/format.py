@@ -17,6 +17,7 @@ nothing that looks like a checkpoint (`finalized_steps` lists only complete ones
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -27,7 +28,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from stoix_like import parallel, run_record
-from stoix_like.config_upgrade import upgrade_saved_config
+from stoix_like.config_upgrade import add_later_keys, upgrade_saved_config
 
 if TYPE_CHECKING:
     import orbax.checkpoint as ocp
@@ -87,6 +88,8 @@ def read_config(meta: Dict[str, Any]) -> DictConfig:
         budget = meta["budget"]  # the old batch_size counted per (device, batch) slot
         saved = upgrade_saved_config(saved, meta["algorithm"],
                                      batch_slots=int(budget["n_devices"]) * int(budget["update_batch_size"]))
+    else:
+        saved = add_later_keys(copy.deepcopy(dict(saved)))
     config = OmegaConf.create(saved)
     OmegaConf.set_struct(config, True)
     return config
