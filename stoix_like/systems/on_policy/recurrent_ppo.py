@@ -122,7 +122,7 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
                                                            config.arch.rollout_unroll)
         next_values = successor_values(state.params.critic, state.obs_norm, steps.policy_extras["critic_hidden"],
                                        steps.next_observation)
-        traj = policy_gradient.transitions(steps, next_values)
+        traj = policy_gradient.transitions(steps, steps.policy_extras["value"], next_values)
         advantages, targets = truncated_gae(
             traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma, system.gae_lambda)
         sequences = Sequences(start_hidden, *jax.tree_util.tree_map(
