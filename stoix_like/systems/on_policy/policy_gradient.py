@@ -65,7 +65,8 @@ def _stateless(learner_state: Any) -> Any:
 
 
 # targets(networks, params, obs_norm, rollout) -> (advantages, value targets), `(T, envs)` each, from the rollout
-# and the learner's params as the update starts (the rollout's transitions carry what the actors recorded)
+# and the learner's params as the update starts (the rollout's transitions carry what the actors recorded and the
+# values read after it)
 RolloutTargets = Callable[[PolicyAndValue, ActorCriticParams, Any, ActorCriticTransition], Tuple[Array, Array]]
 
 
@@ -74,7 +75,7 @@ class ActorObjective(NamedTuple):
 
     # (inputs, objective state) -> the scalar to minimise (the entropy bonus is added by the loop)
     policy_loss: Callable[[PolicyLossInputs, Any], Array]
-    # the advantages and value targets; None: truncation-correct GAE(system.gae_lambda) on the recorded values
+    # the advantages and value targets; None: truncation-correct GAE(system.gae_lambda) on the rollout's values
     targets: Optional[RolloutTargets] = None
     # learner state -> the objective's state, read once per update and fixed through its epochs (PPO-penalty: β)
     state_of: Callable[[Any], Any] = _stateless
@@ -83,18 +84,19 @@ class ActorObjective(NamedTuple):
     adapt: Optional[Callable[[Any, Array], Tuple[Any, Metrics]]] = None
 
 
-# critic_loss(values, values recorded when acting, targets) -> the scalar to minimise (before system.vf_coef)
+# critic_loss(values, values before the update, targets) -> the scalar to minimise (before
+# system.vf_coef)
 CriticLoss = Callable[[Array, Array, Array], Array]
 
 
 def clipped_critic(clip_eps: float) -> CriticLoss:
-    """PPO's critic: the value may not gain by moving more than `clip_eps` from its recorded prediction."""
+    """PPO's critic: the value may not gain by moving more than `clip_eps` from its prediction before the update."""
     return functools.partial(clipped_value_loss, clip_eps=clip_eps)
 
 
-def regression_critic(values: Array, recorded_values: Array, targets: Array) -> Array:
+def regression_critic(values: Array, values_before: Array, targets: Array) -> Array:
     """A plain baseline: 0.5 · mean((V(s) - target)²)."""
-    del recorded_values
+    del values_before
     return jnp.mean(l2_loss(values - targets))
 
 
@@ -182,7 +184,7 @@ def make_act(networks: PolicyAndValue) -> rollout.ActFn:
     """`act(params, normalised observation, key)`: a sampled action, and what the update needs recorded of the
     policy that drew it (the log-probability and the acting distribution's parameters). Anakin's rollout and
     Sebulba's actor threads act with this one function. The critic is not run here: `learn_from_steps` reads the
-    values of the whole rollout in one batched pass."""
+    rollout's values afterwards (rollout.step_and_successor_values)."""
 
     def act(params: ActorCriticParams, observation, key: jax.Array):
         dist = networks.policy(params, observation)
@@ -198,7 +200,7 @@ LearnFromSteps = Callable[[Any, RolloutStep], Tuple[Any, ActorCriticTransition, 
 
 
 def gae_targets(system: DictConfig) -> RolloutTargets:
-    """Truncation-correct GAE(system.gae_lambda) on the values recorded when acting."""
+    """Truncation-correct GAE(system.gae_lambda) on the rollout's values."""
 
     def targets(networks: PolicyAndValue, params: ActorCriticParams, obs_norm: Any, traj: ActorCriticTransition
                 ) -> Tuple[Array, Array]:
@@ -227,7 +229,8 @@ def make_learn_from_steps(networks: PolicyAndValue, update_fns: ActorCriticUpdat
         return parallel.pmean_batch_then_device(jnp.mean(dist.kl_from(behaviour)))
 
     def learn_from_steps(state, steps: RolloutStep) -> Tuple[Any, ActorCriticTransition, Metrics]:
-        values, next_values = rollout_values(networks, state.params, state.obs_norm, steps)
+        values, next_values = rollout.step_and_successor_values(
+            lambda observation: networks.value(state.params, observation), state.obs_norm, steps)
         traj = transitions(steps, values, next_values)
         advantages, targets = rollout_targets(networks, state.params, state.obs_norm, traj)
         acting_obs_norm = state.obs_norm  # learn_from_rollout moves the statistics only after learning
@@ -254,18 +257,6 @@ def get_learner_fn(env: VmapWrapper, networks: PolicyAndValue, update_fns: Actor
         return state, LearnerOutput(episode_metrics=traj.episode_metrics, train_metrics=train_metrics)
 
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
-
-
-def rollout_values(networks: PolicyAndValue, params: ActorCriticParams, obs_norm: Any, steps: RolloutStep
-                   ) -> Tuple[Array, Array]:
-    """V of each step's observation and of its true successor, `(T, envs)` each, in two batched passes over the
-    (T × envs) steps. Inside the acting loop the first would be T small passes: on CPU, where each of the critic's
-    kernels costs more to launch than to run, that was 3% slower for PPO on PureJaxRL's CartPole config.
-    (One pass over both halves was slower still: XLA splits a 2 × T × envs batch over threads.)
-    The params and statistics are those the rollout acted with, so the values are the ones acting would have
-    recorded, up to float rounding; under Sebulba they are the learner's, like the successors' values."""
-    value_of = lambda observation: networks.value(params, normalization.normalize(obs_norm, observation))
-    return value_of(steps.observation), value_of(steps.next_observation)
 
 
 def transitions(steps: RolloutStep, values: Array, next_values: Array) -> ActorCriticTransition:

@@ -47,13 +47,12 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
     def act(params: VMPOParams, observation, key: jax.Array):
         policy = actor_apply(params.actor.online, observation)
         action = policy.sample(key)  # pre-tanh when continuous: the M-step's likelihood is exact there
-        return action, policy.to_env_action(action), critic_apply(params.critic, observation)  # extras: V(s)
+        return action, policy.to_env_action(action), ()  # V is read after the rollout, batched
 
     def advantages_and_value_targets(state: OnPolicyLearnerState, steps: RolloutStep) -> Tuple[jax.Array, jax.Array]:
-        # the value of each step's true successor, in one (T × envs) batched pass
-        next_values = critic_apply(state.params.critic, normalization.normalize(state.obs_norm, steps.next_observation))
+        values, next_values = rollout.step_and_successor_values(
+            lambda observation: critic_apply(state.params.critic, observation), state.obs_norm, steps)
         truncated = steps.done & (steps.discount != 0.0)
-        values = steps.policy_extras  # V(s) as recorded while acting
         return truncated_gae(steps.reward, values, next_values, steps.done, truncated, system.gamma, system.gae_lambda)
 
     def policy_and_dual_loss(actor_params, dual, target_actor_params, observation, action, advantages):
