@@ -1,5 +1,6 @@
 """PPO as a whole: its shipped defaults solve CartPole on a population of seeds nobody tuned on, it stops loudly on NaN,
-and its observation statistics are the same global statistics in every (device, batch) slot."""
+its observation statistics are the same global statistics in every (device, batch) slot, and the values it reads
+after a rollout are those acting would have recorded."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import numpy as np
 import pytest
 from conftest import assert_population_learns
 
+from stoix_like import envs as envs_lib
 from stoix_like import experiment, normalization, parallel
 from stoix_like.envs import Wrapper
-from stoix_like.systems.on_policy import ppo
+from stoix_like.systems.on_policy import policy_gradient, ppo, rollout
 
 
 def test_ppo_learns_cartpole_on_seeds_nobody_tuned_on(compose):
@@ -78,3 +80,39 @@ def test_observation_statistics_are_global_and_identical_in_every_slot():
             np.testing.assert_array_equal(slot, slots[0], err_msg=f"{field} differs between slots")
     np.testing.assert_allclose(stats.mean[0, 0], everything.mean(axis=0), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(stats.var[0, 0], everything.var(axis=0), rtol=1e-4)
+
+
+def test_values_read_after_the_rollout_are_the_ones_acting_would_have_recorded(compose):
+    """The critic runs after the rollout, batched (rollout.step_and_successor_values), not once per env step: its
+    values must be those a per-step critic would have recorded, and each successor's value must be the next
+    step's value wherever the episode went on."""
+    config = compose("ppo", ["arch.total_num_envs=8", "system.rollout_length=64", "arch.total_timesteps=512",
+                             "arch.num_evaluation=1", "system.normalize_observations=True"])
+    budget = experiment.make_budget(config)
+    env, _ = envs_lib.make(config.env)
+    parts = policy_gradient.build_actor_critic(env, jax.random.PRNGKey(3), config, budget)
+    networks = parts.networks
+    state = jax.tree_util.tree_map(lambda x: x[0, 0], parts.learner_state)  # one (device, batch) slot
+    # statistics away from their initial identity, so that a missed normalisation would show
+    state = state._replace(obs_norm=normalization.RunningStatistics(
+        jnp.asarray([0.1, -0.2, 0.03, 0.5]), jnp.asarray([0.5, 2.0, 0.01, 1.5]), jnp.asarray(100.0)))
+    act = policy_gradient.make_act(networks)
+
+    def act_recording_values(params, observation, key):
+        action, env_action, recorded = act(params, observation, key)
+        return action, env_action, {**recorded, "value": networks.value(params, observation)}
+
+    @jax.jit
+    def values_both_ways(state):
+        state, steps = rollout.collect_rollout(envs_lib.VmapWrapper(env), act_recording_values, state, 64, 1)
+        values, next_values = rollout.step_and_successor_values(
+            lambda observation: networks.value(state.params, observation), state.obs_norm, steps)
+        return steps.policy_extras["value"], values, next_values, steps.done
+
+    recorded, values, next_values, done = jax.device_get(values_both_ways(state))
+    assert values.shape == recorded.shape == next_values.shape == (64, 8)
+    assert done.any() and not done.all()  # episodes both ended and went on within the rollout
+    np.testing.assert_allclose(values, recorded, rtol=1e-5, atol=1e-5)
+    went_on = ~done[:-1]
+    np.testing.assert_allclose(next_values[:-1][went_on], values[1:][went_on], rtol=1e-5, atol=1e-5)
+    assert not np.allclose(next_values[:-1][done[:-1]], values[1:][done[:-1]])  # a reset's value is another state's
