@@ -20,6 +20,7 @@ from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.experiment import check_divides
+from stoix_like.ops.shuffling import uniform_permutation
 from stoix_like.types import EnvState, Observation, PRNGKey, RolloutStep, TimeStep
 
 # act(params, normalised observation, key) -> (action to store, action for the env, per-step policy extras)
@@ -114,7 +115,7 @@ def shuffled_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> An
     them into `(num_minibatches, T * num_envs / num_minibatches, ...)`."""
     leaves = jax.tree_util.tree_leaves(batch)
     batch_size = leaves[0].shape[0] * leaves[0].shape[1]
-    permutation = jax.random.permutation(key, batch_size)
+    permutation = uniform_permutation(key, batch_size)
 
     def to_minibatches(x: jax.Array) -> jax.Array:
         x = x.reshape((batch_size,) + x.shape[2:])[permutation]
@@ -128,7 +129,7 @@ def shuffled_env_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -
     `(num_envs, T, ...)`, or what each env's sequence starts from); the envs are shuffled with one shared
     permutation into `(num_minibatches, num_envs / num_minibatches, ...)`."""
     num_envs = jax.tree_util.tree_leaves(batch)[0].shape[0]
-    permutation = jax.random.permutation(key, num_envs)
+    permutation = uniform_permutation(key, num_envs)
     return jax.tree_util.tree_map(lambda x: x[permutation].reshape((num_minibatches, -1) + x.shape[1:]), batch)
 
 
