@@ -12,8 +12,8 @@ def make_optimizer(learning_rate: float, max_grad_norm: float, decay_steps: int,
                    eps: float = 1e-5) -> optax.GradientTransformation:
     """`decay_steps` is the number of optimiser steps the run really takes, so the rate ends at zero on time."""
     schedule = optax.linear_schedule(learning_rate, 0.0, max(decay_steps, 1)) if decay else learning_rate
-    optimizer = optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(schedule, eps=eps))
-    return on_one_vector(optax.GradientTransformation(init=zeros_on_host(optimizer.init), update=optimizer.update))
+    optimizer = on_one_vector(optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(schedule, eps=eps)))
+    return optax.GradientTransformation(init=zeros_on_host(optimizer.init), update=optimizer.update)
 
 
 def on_one_vector(optimizer: optax.GradientTransformation) -> optax.GradientTransformation:

@@ -201,3 +201,40 @@ def test_the_collector_skips_what_is_loaded_only_when_the_entry_is_the_program(t
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert f"frozen in the run: {frozen}" in completed.stdout, completed.stdout[-3000:]
     assert f"frozen at exit: {frozen}" in completed.stdout, completed.stdout[-3000:]
+
+
+SETUP_COMPILES = """
+import logging, jax
+from hydra import compose, initialize_config_dir
+from stoix_like import experiment, envs as envs_lib
+from stoix_like.entry import CONFIG_DIR
+from stoix_like.systems import system_module
+
+compiled = []
+class Compilations(logging.Handler):
+    def emit(self, record):
+        message = record.getMessage()
+        if message.startswith("Finished XLA compilation of "):
+            compiled.append(message.split()[4])
+with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+    config = compose(config_name="{algorithm}", overrides=["arch.seed=3"])
+budget = experiment.make_budget(config)
+train_env, _ = envs_lib.make(config.env)
+logging.getLogger("jax").addHandler(Compilations())
+jax.config.update("jax_log_compiles", True)
+jax.block_until_ready(experiment.set_up(system_module("{algorithm}").learner_setup, train_env, config, budget,
+                                        [3]).fresh_state)
+print("compiled:", sorted(compiled))
+"""
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "pqn"])
+def test_a_setup_compiles_only_its_setup_programs(tmp_path, algorithm):
+    """Setup runs no eager op (an optimiser's init that lays the params end to end included): each would compile a
+    program of its own, ~0.01-0.2 s on 2 cores. What compiles is the networks' init and the initial state."""
+    from conftest import run_python
+
+    completed = run_python(["-c", SETUP_COMPILES.format(algorithm=algorithm)], cwd=tmp_path, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    (line,) = [line for line in completed.stdout.splitlines() if line.startswith("compiled:")]
+    assert line == "compiled: ['jit(_initial_learner_state)', 'jit(init)']", line

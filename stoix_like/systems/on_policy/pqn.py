@@ -11,6 +11,7 @@ from typing import Any, Callable, Tuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from omegaconf import DictConfig
 
@@ -96,9 +97,10 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
 
     optimizer = make_optimizer(system.q_lr, system.max_grad_norm, rollout.optimizer_steps(system, budget),
                                system.decay_learning_rates)
+    # the counter in numpy: an eager jnp op would compile a program of its own
     learner_state = rollout.initial_learner_state(
         PQNLearnerState, env, env_key, step_key, system, budget,
-        params=q_params, opt_states=optimizer.init(q_params), update_count=jnp.zeros((), jnp.int32))
+        params=q_params, opt_states=optimizer.init(q_params), update_count=np.zeros((), np.int32))
     return SystemSetup(
         learner_fn=get_learner_fn(batched_env, q_network.apply, optimizer.update, config, budget),
         learner_state=learner_state,
