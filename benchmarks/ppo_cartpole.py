@@ -1,6 +1,6 @@
 """PPO on CartPole-v1 with PureJaxRL's published config: ours against a random-policy ceiling and rejax.
 
-    python benchmarks/ppo_cartpole.py [--seed 42] [--eval-episodes 128] [--skip-rejax]
+    python benchmarks/ppo_cartpole.py [--seed 42] [--eval-episodes 128] [--skip-rejax] [--return-seeds 8]
 
 PureJaxRL's config: 4 envs × 128 steps, 4 epochs × 4 minibatches, 64×64 tanh MLPs, Adam 2.5e-4 annealed
 linearly to 0, gamma 0.99, GAE lambda 0.95, clip 0.2, entropy 0.01, value 0.5, max grad norm 0.5, 5e5 steps.
@@ -13,11 +13,17 @@ episodes. The ceiling is the same 4 CartPoles stepped with random actions in a `
 costs, with no network and no learning (raw gymnax, and again through our env layer). rejax runs when it is
 installed (`pip install rejax`). Figures depend on the machine and on its load: compare ratios
 taken in one run.
+
+One seed's final return is luck: XLA's CPU code differs between processors, and so does a seed's trajectory. With
+`--return-seeds N` (8 by default) both contenders also train seeds --seed .. --seed + N - 1 (ours in one program,
+rejax's `train` vmapped) and it prints each population's IQM with its 95% bootstrap interval and the seeds that
+reach 475.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from typing import Dict, Optional
 
@@ -152,12 +158,28 @@ def rejax_ppo(seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:
     The annealed rate is passed as an optax schedule over the same 976 × 16 optimiser steps.
     """
     try:
-        import gymnax
-        import optax
-        from rejax import PPO
         from rejax.evaluate import evaluate
     except ImportError:
         return None
+
+    algo = _rejax_algorithm()
+    key = jax.random.PRNGKey(seed)
+    start = time.perf_counter()
+    train = jax.jit(algo.train).lower(key).compile()
+    compile_seconds = time.perf_counter() - start
+    (train_state, _), seconds = timed(train, key)
+
+    lengths, returns = evaluate(algo.make_act(train_state), jax.random.PRNGKey(seed + 1), algo.env, algo.env_params,
+                                eval_episodes, algo.env_params.max_steps_in_episode)
+    return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds,
+            "final_return": float(np.mean(returns))}
+
+
+def _rejax_algorithm():
+    """rejax's PPO on PureJaxRL's config, its evaluation during training switched off."""
+    import gymnax
+    import optax
+    from rejax import PPO
 
     env, env_params = gymnax.make("CartPole-v1")
     algo = PPO.create(
@@ -180,17 +202,47 @@ def rejax_ppo(seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:
         agent_kwargs={"activation": "tanh", "hidden_layer_sizes": (64, 64)},
     )
     # time learning alone, as for ours: evaluation happens once, afterwards
-    algo = algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
-    key = jax.random.PRNGKey(seed)
-    start = time.perf_counter()
-    train = jax.jit(algo.train).lower(key).compile()
-    compile_seconds = time.perf_counter() - start
-    (train_state, _), seconds = timed(train, key)
+    return algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
 
-    lengths, returns = evaluate(algo.make_act(train_state), jax.random.PRNGKey(seed + 1), algo.env, algo.env_params,
-                                eval_episodes, algo.env_params.max_steps_in_episode)
-    return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds,
-            "final_return": float(np.mean(returns))}
+
+def ours_population(first_seed: int, num_seeds: int):
+    """Our final returns on seeds first_seed .. first_seed + num_seeds - 1, one program (arch.num_seeds), judged
+    as the learning table judges a population (IQM with its 95% bootstrap interval, seeds solved)."""
+    from hydra import compose, initialize_config_dir
+
+    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.learning_population import train_population
+
+    def compose_config(config_name, overrides):
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            return compose(config_name=config_name, overrides=list(overrides))
+
+    with tempfile.TemporaryDirectory() as run_dir:  # the run's logs are not kept
+        overrides = [o for o in OURS_OVERRIDES if not o.startswith("env=")] + [f"logger.base_exp_path={run_dir}"]
+        return train_population("ppo", compose_config, first_seed, num_seeds, overrides,
+                                env="gymnax/cartpole").summary
+
+
+def rejax_population(first_seed: int, num_seeds: int, eval_episodes: int):
+    """rejax's final returns on the same seeds (its `train` vmapped over their keys), each evaluated as its
+    single run is, or None where rejax is not installed."""
+    try:
+        from rejax.evaluate import evaluate
+    except ImportError:
+        return None
+    from stoix_like.learning_targets import target_of
+    from stoix_like.population import summarize
+
+    algo = _rejax_algorithm()
+    seeds = list(range(first_seed, first_seed + num_seeds))
+    train_states, _ = jax.jit(jax.vmap(algo.train))(jnp.stack([jax.random.PRNGKey(seed) for seed in seeds]))
+    returns = []
+    for index, seed in enumerate(seeds):
+        train_state = jax.tree_util.tree_map(lambda leaf: leaf[index], train_states)
+        _, episode_returns = evaluate(algo.make_act(train_state), jax.random.PRNGKey(seed + 1), algo.env,
+                                      algo.env_params, eval_episodes, algo.env_params.max_steps_in_episode)
+        returns.append(float(np.mean(episode_returns)))
+    return summarize(returns, seeds, target_of("ppo", "gymnax/cartpole").solved_return)
 
 
 def main() -> None:
@@ -198,6 +250,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--eval-episodes", type=int, default=128)
     parser.add_argument("--skip-rejax", action="store_true")
+    parser.add_argument("--return-seeds", type=int, default=8,
+                        help="final returns of a population of seeds --seed .. --seed + N - 1 (0: skip)")
     args = parser.parse_args()
 
     print(f"PPO CartPole-v1, PureJaxRL config: {TOTAL_TIMESTEPS:,} steps = {NUM_UPDATES} updates × "
@@ -222,8 +276,19 @@ def main() -> None:
     print(f"ours / random policy: {ours_speed / ceiling:.3f} of the acting-only ceiling (our env stack alone: "
           f"{results['random, our env stack']['steps_per_s'] / ceiling:.2f} of it)")
     if "rejax" in results:
+        ours_start = results["ours"]["compile_s"] + results["ours"]["setup_s"]
         print(f"ours / rejax: {ours_speed / results['rejax']['steps_per_s']:.2f}× the throughput, "
-              f"compile {results['ours']['compile_s'] / results['rejax']['compile_s']:.2f}× the time")
+              f"compile {results['ours']['compile_s'] / results['rejax']['compile_s']:.2f}× the time, "
+              f"compile + setup ({ours_start:.1f}s) {ours_start / results['rejax']['compile_s']:.2f}× rejax's compile")
+    if args.return_seeds:
+        # one seed's final return is luck (its trajectory differs between CPUs): the claim is the population's
+        print(f"final returns, {args.return_seeds} seeds from {args.seed} ({args.eval_episodes} episodes each for "
+              f"rejax, the absolute metric for ours):")
+        print(f"  ours:  {ours_population(args.seed, args.return_seeds).describe()}")
+        rejax_summary = None if args.skip_rejax else rejax_population(args.seed, args.return_seeds,
+                                                                       args.eval_episodes)
+        if rejax_summary is not None:
+            print(f"  rejax: {rejax_summary.describe()}")
 
 
 if __name__ == "__main__":
