@@ -228,13 +228,19 @@ print("compiled:", sorted(compiled))
 """
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "pqn"])
-def test_a_setup_compiles_only_its_setup_programs(tmp_path, algorithm):
+@pytest.mark.parametrize("algorithm, programs", [
+    ("ppo", ["jit(_initial_learner_state)", "jit(init)"]),
+    ("pqn", ["jit(_initial_learner_state)", "jit(init)"]),
+    # off-policy: the replay buffer's zeros, env resets and replication are one program; the warm-up is another
+    ("dqn", ["jit(_fun)", "jit(init)", "jit(initial_state)"]),
+])
+def test_a_setup_compiles_only_its_setup_programs(tmp_path, algorithm, programs):
     """Setup runs no eager op (an optimiser's init that lays the params end to end included): each would compile a
-    program of its own, ~0.01-0.2 s on 2 cores. What compiles is the networks' init and the initial state."""
+    program of its own, ~0.01-0.2 s on 2 cores. What compiles is the networks' init, the initial state and, off
+    policy, the replay warm-up."""
     from conftest import run_python
 
     completed = run_python(["-c", SETUP_COMPILES.format(algorithm=algorithm)], cwd=tmp_path, timeout=300)
     assert completed.returncode == 0, completed.stderr[-2000:]
     (line,) = [line for line in completed.stdout.splitlines() if line.startswith("compiled:")]
-    assert line == "compiled: ['jit(_initial_learner_state)', 'jit(init)']", line
+    assert line == f"compiled: {programs}", line

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import host_keys, normalization, parallel, replay
+from stoix_like import compilation_cache, host_keys, normalization, parallel, replay
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment, example_timestep
 from stoix_like.envs.wrappers import VmapWrapper
@@ -206,20 +206,33 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
             discount=example.discount, last=example.last(), next_observation=example.observation,
             memory=jax.tree_util.tree_map(lambda x: x[0], memory))
 
-    buffer_state = buffer.init(jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype),
-                                                      jax.eval_shape(example_transition)))
+    transition = jax.eval_shape(example_transition)
+    normalize_observations = bool(system.normalize_observations)
 
-    obs_norm = normalization.init(env.observation_shape) if system.normalize_observations else ()
-    env_state, timestep = parallel.reset_envs_per_slot(env, env_key, budget.update_batch_size, budget.num_envs)
-    params, opt_states, obs_norm, buffer_state, memory = parallel.broadcast_to_devices_and_batch(
-        (params, opt_states, obs_norm, buffer_state, acting.initial_memory(budget.num_envs)), budget.update_batch_size)
-    counter = parallel.broadcast_to_devices_and_batch(jnp.zeros((), jnp.int32), budget.update_batch_size)
-    learner_state = OffPolicyLearnerState(
-        params=params, opt_states=opt_states, buffer_state=buffer_state,
-        key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
-        env_state=env_state, timestep=timestep, obs_norm=obs_norm, env_steps=counter, update_count=counter,
-        memory=memory,
-    )
+    def initial_state(params: Any, opt_states: Any, memory: Any, env_key: jax.Array, step_key: jax.Array
+                      ) -> OffPolicyLearnerState:
+        buffer_state = buffer.init(jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), transition))
+        obs_norm = normalization.init(env.observation_shape) if normalize_observations else ()
+        env_state, timestep = parallel.reset_envs_per_slot(env, env_key, budget.update_batch_size, budget.num_envs)
+        params, opt_states, obs_norm, buffer_state, memory = parallel.broadcast_to_devices_and_batch(
+            (params, opt_states, obs_norm, buffer_state, memory), budget.update_batch_size)
+        counter = parallel.broadcast_to_devices_and_batch(jnp.zeros((), jnp.int32), budget.update_batch_size)
+        return OffPolicyLearnerState(
+            params=params, opt_states=opt_states, buffer_state=buffer_state,
+            key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
+            env_state=env_state, timestep=timestep, obs_norm=obs_norm, env_steps=counter, update_count=counter,
+            memory=memory,
+        )
+
+    # One setup program, compiled once per process for every seed of this env, buffer and layout: done eagerly,
+    # the buffer's zeros and every leaf's broadcast compiled a program each, ~2 s of DQN's start on 2 cores. The
+    # key names all that `initial_state` reads besides its arguments (the buffer is made from the system config,
+    # the budget and the batches' sequence length and period).
+    program_key = ("off-policy initial state", env, str(system), budget, batches.sequence_length, batches.period,
+                   prioritized, jax.tree_util.tree_structure(transition), tuple(jax.tree_util.tree_leaves(transition)),
+                   normalize_observations)
+    learner_state = compilation_cache.jit_once(program_key, initial_state)(
+        params, opt_states, acting.initial_memory(budget.num_envs), env_key, step_key)
     if budget.warmup_rollout_length:
         warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
         with setup_program_threefry():

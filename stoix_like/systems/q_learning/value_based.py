@@ -140,7 +140,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     q_network = build_q_network(config.network, env.action_space)
     observation = example_observation(env)
     # shapes only: nothing is compiled or run to find out what the head outputs
-    example_output, _ = jax.eval_shape(q_network.init_with_output, jax.random.PRNGKey(0), observation)
+    example_output, _ = jax.eval_shape(q_network.init_with_output, host_keys.seed_key(0), observation)
     if head_kind(example_output) != needs_head:
         raise ConfigError(
             f"the network's Q head ({config.network.q_network.q_head._target_}) outputs {head_kind(example_output)} "
