@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -158,21 +158,27 @@ def rejax_ppo(seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:
     The annealed rate is passed as an optax schedule over the same 976 × 16 optimiser steps.
     """
     try:
-        from rejax.evaluate import evaluate
+        import rejax  # noqa: F401
     except ImportError:
         return None
 
-    algo = _rejax_algorithm()
+    compile_seconds, seconds, final_return = time_rejax(_rejax_algorithm(), seed, eval_episodes)
+    return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds, "final_return": final_return}
+
+
+def time_rejax(algo, seed: int, eval_episodes: int) -> Tuple[float, float, float]:
+    """A rejax algorithm (its in-loop evaluation already a no-op) compiled, then trained once from `seed`: the
+    compile seconds, the learning seconds, and the final policy's mean return over `eval_episodes` episodes."""
+    from rejax.evaluate import evaluate
+
     key = jax.random.PRNGKey(seed)
     start = time.perf_counter()
     train = jax.jit(algo.train).lower(key).compile()
     compile_seconds = time.perf_counter() - start
     (train_state, _), seconds = timed(train, key)
-
-    lengths, returns = evaluate(algo.make_act(train_state), jax.random.PRNGKey(seed + 1), algo.env, algo.env_params,
-                                eval_episodes, algo.env_params.max_steps_in_episode)
-    return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds,
-            "final_return": float(np.mean(returns))}
+    _, returns = evaluate(algo.make_act(train_state), jax.random.PRNGKey(seed + 1), algo.env, algo.env_params,
+                          eval_episodes, algo.env_params.max_steps_in_episode)
+    return compile_seconds, seconds, float(np.mean(returns))
 
 
 def _rejax_algorithm():
@@ -208,18 +214,13 @@ def _rejax_algorithm():
 def ours_population(first_seed: int, num_seeds: int):
     """Our final returns on seeds first_seed .. first_seed + num_seeds - 1, one program (arch.num_seeds), judged
     as the learning table judges a population (IQM with its 95% bootstrap interval, seeds solved)."""
-    from hydra import compose, initialize_config_dir
+    from learning_table import compose_into  # same directory
 
-    from stoix_like.entry import CONFIG_DIR
     from stoix_like.learning_population import train_population
 
-    def compose_config(config_name, overrides):
-        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-            return compose(config_name=config_name, overrides=list(overrides))
-
     with tempfile.TemporaryDirectory() as run_dir:  # the run's logs are not kept
-        overrides = [o for o in OURS_OVERRIDES if not o.startswith("env=")] + [f"logger.base_exp_path={run_dir}"]
-        return train_population("ppo", compose_config, first_seed, num_seeds, overrides,
+        overrides = [o for o in OURS_OVERRIDES if not o.startswith("env=")]
+        return train_population("ppo", compose_into(run_dir), first_seed, num_seeds, overrides,
                                 env="gymnax/cartpole").summary
 
 

@@ -15,14 +15,12 @@ episodes, then ours / rejax ratios. Figures depend on the machine and its load: 
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Callable, Dict, Optional
 
 import jax
-import numpy as np
 
 from loop_timing import time_learning  # same directory, as below
-from ppo_cartpole import _GymnaxFiveTupleStep, timed  # the gymnax-1.0 shim rejax 0.1.3 needs
+from ppo_cartpole import _GymnaxFiveTupleStep, time_rejax  # the gymnax-1.0 shim rejax 0.1.3 needs
 
 NUM_ENVS = 16
 NUM_EVALUATION = 10
@@ -64,7 +62,6 @@ def rejax_run(algo_cls_name: str, config: Dict, seed: int, eval_episodes: int) -
         import gymnax
         import jax.numpy as jnp
         import rejax
-        from rejax.evaluate import evaluate
     except ImportError:
         return None
 
@@ -72,15 +69,9 @@ def rejax_run(algo_cls_name: str, config: Dict, seed: int, eval_episodes: int) -
     algo = getattr(rejax, algo_cls_name).create(env=_GymnaxFiveTupleStep(env), env_params=env_params,
                                                 skip_initial_evaluation=True, **config)
     algo = algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
-    key = jax.random.PRNGKey(seed)
-    start = time.perf_counter()
-    train = jax.jit(algo.train).lower(key).compile()
-    compile_seconds = time.perf_counter() - start
-    (train_state, _), seconds = timed(train, key)
-    _, returns = evaluate(algo.make_act(train_state), jax.random.PRNGKey(seed + 1), algo.env, algo.env_params,
-                          eval_episodes, algo.env_params.max_steps_in_episode)
+    compile_seconds, seconds, final_return = time_rejax(algo, seed, eval_episodes)
     return {"compile_s": compile_seconds, "steps_per_s": config["total_timesteps"] / seconds,
-            "final_return": float(np.mean(returns)), "steps": config["total_timesteps"]}
+            "final_return": final_return, "steps": config["total_timesteps"]}
 
 
 def rejax_dqn_config(system, network) -> Dict:
