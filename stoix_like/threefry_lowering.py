@@ -106,8 +106,8 @@ def _rotate_left_emitted(value: _Emitted, distance: int) -> _Emitted:
 
 def _unrolled_rule(ctx: Any, *args: Any) -> Sequence[Any]:
     """`threefry2x32_p` lowered as the straight-line hash: the ops `threefry2x32` makes, written out."""
-    hashed = threefry2x32(*(_Emitted(ctx, arg, aval) for arg, aval in zip(args, ctx.avals_in, strict=True)),
-                          rotate_left=_rotate_left_emitted)
+    key1, key2, x1, x2 = (_Emitted(ctx, arg, aval) for arg, aval in zip(args, ctx.avals_in, strict=True))
+    hashed = threefry2x32(key1, key2, x1, x2, rotate_left=_rotate_left_emitted)
     return [x._broadcast_to(aval) for x, aval in zip(hashed, ctx.avals_out, strict=True)]
 
 # Only a hash of at most this many counts is unrolled: one key split in two, `jax.random.split(key)`, which every
