@@ -70,8 +70,8 @@ def threefry2x32_on_host(key1: np.ndarray, key2: np.ndarray, x1: np.ndarray, x2:
 
 class _Emitted:
     """A uint32 value of the program being lowered, whose operators emit StableHLO ops: `threefry2x32` run on these
-    writes the hash into the program directly. `mlir.lower_fun` would trace the same code into a jaxpr first, which
-    cost ~25 ms per hash: ~0.16 s of PPO's learner lowering and ~0.24 s of its setup programs'."""
+    writes the hash into the program directly, the same ops in the same order. `mlir.lower_fun` traced the same code
+    into a jaxpr first: ~25 ms per hash, 0.24 s of PPO's setup programs' lowering (9 hashes), against ~8 ms now."""
 
     def __init__(self, ctx: Any, value: Any, aval: Any):
         self.ctx, self.value, self.aval = ctx, value, aval
@@ -109,6 +109,7 @@ def _unrolled_rule(ctx: Any, *args: Any) -> Sequence[Any]:
     key1, key2, x1, x2 = (_Emitted(ctx, arg, aval) for arg, aval in zip(args, ctx.avals_in, strict=True))
     hashed = threefry2x32(key1, key2, x1, x2, rotate_left=_rotate_left_emitted)
     return [x._broadcast_to(aval) for x, aval in zip(hashed, ctx.avals_out, strict=True)]
+
 
 # Only a hash of at most this many counts is unrolled: one key split in two, `jax.random.split(key)`, which every
 # env step makes at least once. Unrolling larger hashes too (per-env key splits, uniform draws, the epoch's
