@@ -28,6 +28,7 @@ from stoix_like.errors import ConfigError
 from stoix_like.evaluator import EvalPolicy
 from stoix_like.networks.recurrent import opens_episode
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
+from stoix_like.systems import slot_state
 from stoix_like.types import Observation, OffPolicyLearnerState
 from stoix_like.threefry_lowering import setup_program_threefry
 
@@ -212,17 +213,11 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     def initial_state(params: Any, opt_states: Any, memory: Any, env_key: jax.Array, step_key: jax.Array
                       ) -> OffPolicyLearnerState:
         buffer_state = buffer.init(jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), transition))
-        obs_norm = normalization.init(env.observation_shape) if normalize_observations else ()
-        env_state, timestep = parallel.reset_envs_per_slot(env, env_key, budget.update_batch_size, budget.num_envs)
-        params, opt_states, obs_norm, buffer_state, memory = parallel.broadcast_to_devices_and_batch(
-            (params, opt_states, obs_norm, buffer_state, memory), budget.update_batch_size)
-        counter = parallel.broadcast_to_devices_and_batch(jnp.zeros((), jnp.int32), budget.update_batch_size)
-        return OffPolicyLearnerState(
-            params=params, opt_states=opt_states, buffer_state=buffer_state,
-            key=parallel.split_key_per_slot(step_key, budget.update_batch_size),
-            env_state=env_state, timestep=timestep, obs_norm=obs_norm, env_steps=counter, update_count=counter,
-            memory=memory,
-        )
+        counter = jnp.zeros((), jnp.int32)
+        return slot_state.every_slot(
+            OffPolicyLearnerState, env, normalize_observations, budget.update_batch_size, budget.num_envs, env_key,
+            step_key, dict(params=params, opt_states=opt_states, buffer_state=buffer_state, memory=memory,
+                           env_steps=counter, update_count=counter))
 
     # One setup program, compiled once per process for every seed of this env, buffer and layout. Done eagerly, the
     # buffer's zeros and every leaf's broadcast compiled a program each: DQN's setup took 4.1-4.5 s on 2 cores, now

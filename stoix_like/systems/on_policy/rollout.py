@@ -15,12 +15,13 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import compilation_cache, normalization, parallel
+from stoix_like import compilation_cache, normalization
 from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.experiment import check_divides
 from stoix_like.ops.shuffling import uniform_permutation
+from stoix_like.systems import slot_state
 from stoix_like.types import EnvState, Observation, PRNGKey, RolloutStep, TimeStep
 
 # act(params, normalised observation, key) -> (action to store, action for the env, per-step policy extras)
@@ -216,8 +217,5 @@ def initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environ
 def _initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, normalize_observations: bool,
                            update_batch_size: int, num_envs: int, env_key: jax.Array, step_key: jax.Array,
                            learnt: Dict[str, Any]) -> LearnerStateT:
-    obs_norm = normalization.init(env.observation_shape) if normalize_observations else ()
-    env_state, timestep = parallel.reset_envs_per_slot(env, env_key, update_batch_size, num_envs)
-    learnt, obs_norm = parallel.broadcast_to_devices_and_batch((learnt, obs_norm), update_batch_size)
-    return state_type(key=parallel.split_key_per_slot(step_key, update_batch_size), env_state=env_state,
-                      timestep=timestep, obs_norm=obs_norm, **learnt)
+    return slot_state.every_slot(state_type, env, normalize_observations, update_batch_size, num_envs, env_key,
+                                 step_key, learnt)
