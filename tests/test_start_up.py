@@ -233,6 +233,9 @@ print("compiled:", sorted(compiled))
     ("pqn", ["jit(_initial_learner_state)", "jit(init)"]),
     # off-policy: the replay buffer's zeros, env resets and replication are one program; the warm-up is another
     ("dqn", ["jit(_fun)", "jit(init)", "jit(initial_state)"]),
+    # networks with memory: their example hidden states are numpy, and recurrent PPO's two inits are one program
+    ("rec_ppo", ["jit(_initial_learner_state)", "jit(init)"]),
+    ("r2d2", ["jit(_fun)", "jit(init)", "jit(initial_state)"]),
 ])
 def test_a_setup_compiles_only_its_setup_programs(tmp_path, algorithm, programs):
     """Setup runs no eager op (an optimiser's init that lays the params end to end included): each would compile a

@@ -17,6 +17,7 @@ from typing import Any, Tuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from stoix_like.types import Observation, TimeStep
 
@@ -26,9 +27,10 @@ CELLS = {"lstm": nn.OptimizedLSTMCell, "gru": nn.GRUCell}
 Hidden = Any  # an LSTM's (c, h) or a GRU's h, each leaf `(B, hidden_size)`
 
 
-def initial_hidden(cell: str, hidden_size: int, batch_size: int) -> Hidden:
-    """The hidden state an episode starts from: zeros (the cells' default `carry_init`)."""
-    zeros = jnp.zeros((batch_size, hidden_size), jnp.float32)
+def initial_hidden(cell: str, hidden_size: int, batch_size: int, on_host: bool = False) -> Hidden:
+    """The hidden state an episode starts from: zeros (the cells' default `carry_init`). `on_host`: numpy zeros, for
+    a setup's inputs (made eagerly, jnp's zeros compile a program of their own)."""
+    zeros = (np if on_host else jnp).zeros((batch_size, hidden_size), np.float32)
     return (zeros, zeros) if cell == "lstm" else zeros
 
 
@@ -75,8 +77,8 @@ class RecurrentCore(nn.Module):
                        out_axes=0)
         return scan(self.cell, self.hidden_size, emit_hidden)(hidden, inputs)
 
-    def initial_hidden(self, batch_size: int) -> Hidden:
-        return initial_hidden(self.cell, self.hidden_size, batch_size)
+    def initial_hidden(self, batch_size: int, on_host: bool = False) -> Hidden:
+        return initial_hidden(self.cell, self.hidden_size, batch_size, on_host)
 
 
 def _steps_flattened(x: jax.Array) -> jax.Array:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Protocol, Tuple, U
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from omegaconf import DictConfig
 
 from stoix_like import compilation_cache, host_keys, normalization, parallel, replay
@@ -226,8 +227,10 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     program_key = ("off-policy initial state", env, str(system), budget, batches.sequence_length, batches.period,
                    prioritized, jax.tree_util.tree_structure(transition), tuple(jax.tree_util.tree_leaves(transition)),
                    normalize_observations)
-    learner_state = compilation_cache.jit_once(program_key, initial_state)(
-        params, opt_states, acting.initial_memory(budget.num_envs), env_key, step_key)
+    # the envs' initial memory (a recurrent actor's hidden state) as numpy zeros: made eagerly, it compiles programs
+    memory = jax.tree_util.tree_map(lambda leaf: np.zeros(leaf.shape, leaf.dtype),
+                                    jax.eval_shape(lambda: acting.initial_memory(budget.num_envs)))
+    learner_state = compilation_cache.jit_once(program_key, initial_state)(params, opt_states, memory, env_key, step_key)
     if budget.warmup_rollout_length:
         warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
         with setup_program_threefry():

@@ -16,11 +16,12 @@ from typing import Any, Callable, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from omegaconf import DictConfig
 
 from stoix_like import experiment, host_keys, normalization, parallel
 from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_init
+from stoix_like.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.evaluator import PolicyWithMemory
@@ -156,12 +157,14 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     critic = build_recurrent_critic(config.network)
 
     key, actor_key, critic_key, env_key, step_key = host_keys.split(key, 5)
-    observation, reset = _one_step(example_observation(env)), jnp.ones((1, 1), bool)
-    params = ActorCriticParams(
-        jitted_init(actor)(actor_key, actor.recurrent_core.initial_hidden(1), observation, reset),
-        jitted_init(critic)(critic_key, critic.recurrent_core.initial_hidden(1), observation, reset))
+    observation, reset = _one_step(example_observation(env)), np.ones((1, 1), bool)
+    own_hidden = ((actor.recurrent_core.initial_hidden(1, on_host=True),),
+                  (critic.recurrent_core.initial_hidden(1, on_host=True),))
+    params = ActorCriticParams(*jitted_inits(actor, critic)((actor_key, critic_key), observation, reset,
+                                                            own_inputs=own_hidden))
     opt_states, update_fns = policy_gradient.actor_critic_optimizers(system, budget, params)
-    hidden = (actor.recurrent_core.initial_hidden(budget.num_envs), critic.recurrent_core.initial_hidden(budget.num_envs))
+    hidden = (actor.recurrent_core.initial_hidden(budget.num_envs, on_host=True),
+              critic.recurrent_core.initial_hidden(budget.num_envs, on_host=True))
     learner_state = rollout.initial_learner_state(RecurrentLearnerState, env, env_key, step_key, system, budget,
                                                   params=params, opt_states=opt_states, hidden=hidden)
     learner_fn = get_learner_fn(VmapWrapper(env), ActorCriticApplyFns(actor.apply, critic.apply), update_fns, config,

@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, Tuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from omegaconf import DictConfig
 
 from stoix_like import experiment, host_keys, normalization, replay
@@ -173,11 +174,11 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         raise ConfigError(f"r2d2 needs a recurrent q_network (with a recurrent_core); use network={EXAMPLE_NETWORKS}.")
     check_sequences(system, budget)
     q_network = build_recurrent_q_network(config.network, env.action_space)
-    observation, reset = _one_step(example_observation(env)), jnp.ones((1, 1), bool)
-    hidden = q_network.recurrent_core.initial_hidden(1)
+    observation, reset = _one_step(example_observation(env)), np.ones((1, 1), bool)
+    hidden = q_network.recurrent_core.initial_hidden(1, on_host=True)
     # shapes only: a distributional head's output is no array of Q-values
     (_, example_q_values), _ = jax.eval_shape(
-        functools.partial(q_network.init_with_output, jax.random.PRNGKey(0)), hidden, observation, reset)
+        functools.partial(q_network.init_with_output, host_keys.seed_key(0)), hidden, observation, reset)
     if value_based.head_kind(example_q_values) != value_based.SCALAR:
         raise ConfigError(f"r2d2 needs a scalar Q head (stoix_like.networks.heads.q_head); use network="
                           f"{EXAMPLE_NETWORKS}.")
