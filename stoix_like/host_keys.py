@@ -47,3 +47,17 @@ def split(key: Any, num: int = 2) -> Any:
     bits_high, bits_low = threefry2x32_on_host(np.full(num, key[0], np.uint32), np.full(num, key[1], np.uint32),
                                                counts_high, counts_low)
     return np.stack([bits_high, bits_low], axis=-1)
+
+
+def fold_in(key: Any, data: int) -> Any:
+    """`jax.random.fold_in(key, data)` of a raw uint32[2] key and a 32-bit integer, as numpy: the hash of the counts
+    (0, data), jax's seed of a 32-bit integer."""
+    if not _jax_default_threefry() or jax.dtypes.issubdtype(getattr(key, "dtype", np.uint32), jax.dtypes.prng_key):
+        return jax.random.fold_in(key, data)
+    key = np.asarray(key, np.uint32)
+    if key.shape != (2,) or not 0 <= int(data) < 2 ** 32:
+        raise ValueError(f"host_keys.fold_in takes one raw key of shape (2,) and 32-bit data, got shape {key.shape} "
+                         f"and {data}")
+    bits_high, bits_low = threefry2x32_on_host(key[:1], key[1:], np.zeros(1, np.uint32),
+                                               np.array([int(data) & 0xFFFFFFFF], np.uint32))
+    return np.concatenate([bits_high, bits_low])

@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
+from stoix_like import host_keys
 from stoix_like.errors import ConfigError
 from stoix_like.threefry_lowering import setup_program_threefry, unrolled_threefry
 
@@ -406,12 +407,15 @@ def broadcast_to_devices_and_batch(tree: Any, update_batch_size: int) -> Any:
 
 
 def split_key_per_slot(key: jax.Array, update_batch_size: int, num_per_slot: int | None = None) -> jax.Array:
-    """Independent keys shaped (local devices, update batch[, num_per_slot], 2), distinct across processes."""
+    """Independent keys shaped (local devices, update batch[, num_per_slot], 2), distinct across processes. A numpy
+    key is split on the host (`host_keys`: the same bits, no XLA program), a jax one by jax."""
     n_local = local_device_count()
-    # fold in the process index so that processes do not reuse each other's randomness
-    key = jax.random.fold_in(key, jax.process_index())
     shape = (n_local, update_batch_size) + (() if num_per_slot is None else (num_per_slot,))
-    keys = jax.random.split(key, int(np.prod(shape)))
+    # fold in the process index so that processes do not reuse each other's randomness
+    if isinstance(key, np.ndarray):
+        keys = host_keys.split(host_keys.fold_in(key, jax.process_index()), int(np.prod(shape)))
+    else:
+        keys = jax.random.split(jax.random.fold_in(key, jax.process_index()), int(np.prod(shape)))
     return keys.reshape(shape + keys.shape[1:])
 
 
@@ -444,10 +448,9 @@ def fill_slots(per_seed: Sequence[Any], like: Any, num_seeds: int) -> Any:
     return jax.tree_util.tree_map(fill, like, *per_seed)
 
 
-def reset_envs_per_slot(env: Any, key: jax.Array, update_batch_size: int, num_envs: int) -> Any:
-    """Reset `num_envs` copies of the (unbatched) `env` in every (local device, batch element) slot with
-    independent keys."""
-    keys = split_key_per_slot(key, update_batch_size, num_envs)
+def reset_envs_per_slot(env: Any, keys: jax.Array) -> Any:
+    """Reset copies of the (unbatched) `env` in every (local device, batch element) slot, one per key of `keys`
+    (`split_key_per_slot(key, update_batch_size, num_envs)`)."""
     with setup_program_threefry():  # a setup program
         return _reset_every_slot(env, keys)
 

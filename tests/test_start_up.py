@@ -150,6 +150,22 @@ def test_keys_made_and_split_on_the_host_are_jax_s_bit_for_bit(seed):
         np.testing.assert_array_equal(keys, expected)
         # a split of a split: keys of every bit pattern, not only a seed's (high word 0)
         np.testing.assert_array_equal(host_keys.split(keys[-1], 3), np.asarray(jax.random.split(expected[-1], 3)))
+    for data in (0, 1, 7, 2**31 - 1, 2**32 - 1):  # a process index folded into a slot's key, and the extremes
+        folded = host_keys.fold_in(host_keys.split(key, 3)[2], data)
+        expected = np.asarray(jax.random.fold_in(jax.random.split(jax.random.PRNGKey(seed), 3)[2], data))
+        assert folded.dtype == expected.dtype and folded.shape == expected.shape
+        np.testing.assert_array_equal(folded, expected)
+
+
+def test_slot_keys_split_on_the_host_are_the_keys_jax_splits():
+    from stoix_like import host_keys, parallel
+
+    key = host_keys.split(host_keys.seed_key(11), 2)[1]
+    for num_per_slot in (None, 1, 4):
+        on_host = parallel.split_key_per_slot(key, 3, num_per_slot)
+        assert isinstance(on_host, np.ndarray)
+        np.testing.assert_array_equal(on_host, np.asarray(parallel.split_key_per_slot(jnp.asarray(key), 3,
+                                                                                       num_per_slot)))
 
 
 def test_a_split_on_the_host_defers_to_jax_for_typed_keys():

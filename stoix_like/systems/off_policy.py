@@ -211,14 +211,14 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     transition = jax.eval_shape(example_transition)
     normalize_observations = bool(system.normalize_observations)
 
-    def initial_state(params: Any, opt_states: Any, memory: Any, env_key: jax.Array, step_key: jax.Array
+    def initial_state(params: Any, opt_states: Any, memory: Any, env_keys: jax.Array, step_keys: jax.Array
                       ) -> OffPolicyLearnerState:
         buffer_state = buffer.init(jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), transition))
         counter = jnp.zeros((), jnp.int32)
         return slot_state.every_slot(
-            OffPolicyLearnerState, env, normalize_observations, budget.update_batch_size, budget.num_envs, env_key,
-            step_key, dict(params=params, opt_states=opt_states, buffer_state=buffer_state, memory=memory,
-                           env_steps=counter, update_count=counter))
+            OffPolicyLearnerState, env, normalize_observations, env_keys, step_keys,
+            dict(params=params, opt_states=opt_states, buffer_state=buffer_state, memory=memory, env_steps=counter,
+                 update_count=counter))
 
     # One setup program, compiled once per process for every seed of this env, buffer and layout. Done eagerly, the
     # buffer's zeros and every leaf's broadcast compiled a program each: DQN's setup took 4.1-4.5 s on 2 cores, now
@@ -230,7 +230,8 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     # the envs' initial memory (a recurrent actor's hidden state) as numpy zeros: made eagerly, it compiles programs
     memory = jax.tree_util.tree_map(lambda leaf: np.zeros(leaf.shape, leaf.dtype),
                                     jax.eval_shape(lambda: acting.initial_memory(budget.num_envs)))
-    learner_state = compilation_cache.jit_once(program_key, initial_state)(params, opt_states, memory, env_key, step_key)
+    learner_state = compilation_cache.jit_once(program_key, initial_state)(
+        params, opt_states, memory, *slot_state.slot_keys(env_key, step_key, budget.update_batch_size, budget.num_envs))
     if budget.warmup_rollout_length:
         warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
         with setup_program_threefry():

@@ -207,15 +207,13 @@ def initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environ
                           step_key: jax.Array, system: DictConfig, budget: Budget, **learnt: Any) -> LearnerStateT:
     """The state every (device, batch) slot starts from: the same `learnt` fields (params, optimiser states,
     counters) and fresh observation statistics in every slot, with its own envs and key."""
-    return _initial_learner_state(state_type, env, bool(system.normalize_observations), budget.update_batch_size,
-                                  budget.num_envs, env_key, step_key, learnt)
+    env_keys, step_keys = slot_state.slot_keys(env_key, step_key, budget.update_batch_size, budget.num_envs)
+    return _initial_learner_state(state_type, env, bool(system.normalize_observations), env_keys, step_keys, learnt)
 
 
 # One program, compiled once per process for each env and layout (the env is static, hashed by identity): done
 # eagerly, every distinct leaf shape would compile a small program of its own on the first seed's setup.
-@functools.partial(compilation_cache.jit_setup_program, static_argnums=(0, 1, 2, 3, 4))
+@functools.partial(compilation_cache.jit_setup_program, static_argnums=(0, 1, 2))
 def _initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, normalize_observations: bool,
-                           update_batch_size: int, num_envs: int, env_key: jax.Array, step_key: jax.Array,
-                           learnt: Dict[str, Any]) -> LearnerStateT:
-    return slot_state.every_slot(state_type, env, normalize_observations, update_batch_size, num_envs, env_key,
-                                 step_key, learnt)
+                           env_keys: jax.Array, step_keys: jax.Array, learnt: Dict[str, Any]) -> LearnerStateT:
+    return slot_state.every_slot(state_type, env, normalize_observations, env_keys, step_keys, learnt)
