@@ -31,7 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import loop_timing  # noqa: F401  # same directory; imported first for what it loads before anything is timed
+# same directory; imported before anything is timed, for what it loads (loop_timing.py says what)
+from loop_timing import random_acting_rate, time_learning, time_rollout
 
 NUM_ENVS = 4
 ROLLOUT_LENGTH = 128
@@ -79,8 +80,6 @@ def ours(seed: int, eval_episodes: int) -> Dict[str, float]:
     """The real stoix_like PPO: config composed as `python -m experiments.ppo` would, learner compiled apart."""
     from hydra import compose, initialize_config_dir
 
-    from loop_timing import time_learning  # same directory
-
     from stoix_like import experiment
     from stoix_like.entry import CONFIG_DIR
     from stoix_like.systems.on_policy import ppo
@@ -95,8 +94,6 @@ def ours(seed: int, eval_episodes: int) -> Dict[str, float]:
 def random_ceiling(seed: int) -> Dict[str, float]:
     """gymnax CartPole-v1 (its own auto-reset), vmapped over the same envs, random actions, the same steps."""
     import gymnax
-
-    from loop_timing import time_rollout  # same directory
 
     env, env_params = gymnax.make("CartPole-v1")
     num_steps = TOTAL_TIMESTEPS // NUM_ENVS
@@ -144,8 +141,6 @@ class _GymnaxFiveTupleStep:
 def random_through_our_env_stack(seed: int) -> Dict[str, float]:
     """The same random rollout through stoix_like's env layer (adapter, episode metrics, auto-reset, vmap):
     the difference from the raw gymnax ceiling is what our wrappers cost."""
-    from loop_timing import random_acting_rate  # same directory
-
     rate = random_acting_rate({"suite": "gymnax", "scenario": {"name": "CartPole-v1"}, "kwargs": {}}, NUM_ENVS,
                               TOTAL_TIMESTEPS // NUM_ENVS, seed)
     return {"compile_s": rate["compile_s"], "steps_per_s": rate["steps_per_s"],

@@ -407,15 +407,12 @@ def broadcast_to_devices_and_batch(tree: Any, update_batch_size: int) -> Any:
 
 
 def split_key_per_slot(key: jax.Array, update_batch_size: int, num_per_slot: int | None = None) -> jax.Array:
-    """Independent keys shaped (local devices, update batch[, num_per_slot], 2), distinct across processes. A numpy
-    key is split on the host (`host_keys`: the same bits, no XLA program), a jax one by jax."""
+    """Independent keys shaped (local devices, update batch[, num_per_slot], 2), distinct across processes, split on
+    the host before any setup program runs (`host_keys`: jax's bits, no XLA program)."""
     n_local = local_device_count()
     shape = (n_local, update_batch_size) + (() if num_per_slot is None else (num_per_slot,))
     # fold in the process index so that processes do not reuse each other's randomness
-    if isinstance(key, np.ndarray):
-        keys = host_keys.split(host_keys.fold_in(key, jax.process_index()), int(np.prod(shape)))
-    else:
-        keys = jax.random.split(jax.random.fold_in(key, jax.process_index()), int(np.prod(shape)))
+    keys = host_keys.split(host_keys.fold_in(key, jax.process_index()), int(np.prod(shape)))
     return keys.reshape(shape + keys.shape[1:])
 
 

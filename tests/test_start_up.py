@@ -164,8 +164,9 @@ def test_slot_keys_split_on_the_host_are_the_keys_jax_splits():
     for num_per_slot in (None, 1, 4):
         on_host = parallel.split_key_per_slot(key, 3, num_per_slot)
         assert isinstance(on_host, np.ndarray)
-        np.testing.assert_array_equal(on_host, np.asarray(parallel.split_key_per_slot(jnp.asarray(key), 3,
-                                                                                       num_per_slot)))
+        shape = (jax.local_device_count(), 3) + (() if num_per_slot is None else (num_per_slot,))
+        by_jax = jax.random.split(jax.random.fold_in(jnp.asarray(key), jax.process_index()), int(np.prod(shape)))
+        np.testing.assert_array_equal(on_host, np.asarray(by_jax).reshape(shape + (2,)))
 
 
 def test_a_split_on_the_host_defers_to_jax_for_typed_keys():
