@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, Hashable, Iterator, Optional, Tuple
 import jax
 from jax._src import compilation_cache as jax_compilation_cache  # reset_cache: no public equivalent in jax 0.10
 
-from stoix_like.threefry_lowering import setup_program_threefry
+from stoix_like.threefry_lowering import unrolled_threefry
 
 _private_directory: str | None = None
 _jitted_by_key: Dict[Hashable, Callable] = {}
@@ -125,7 +125,7 @@ def jit_setup_program(fn: Callable, **jit_kwargs: Any) -> Callable:
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        with setup_program_threefry():
+        with unrolled_threefry():
             return jitted(*args, **kwargs)
 
     return run

@@ -41,7 +41,7 @@ from jax.experimental import multihost_utils
 
 from stoix_like import host_keys
 from stoix_like.errors import ConfigError
-from stoix_like.threefry_lowering import setup_program_threefry, unrolled_threefry
+from stoix_like.threefry_lowering import unrolled_threefry
 
 DEVICE_AXIS = "device"
 BATCH_AXIS = "batch"
@@ -448,7 +448,7 @@ def fill_slots(per_seed: Sequence[Any], like: Any, num_seeds: int) -> Any:
 def reset_envs_per_slot(env: Any, keys: jax.Array) -> Any:
     """Reset copies of the (unbatched) `env` in every (local device, batch element) slot, one per key of `keys`
     (`split_key_per_slot(key, update_batch_size, num_envs)`)."""
-    with setup_program_threefry():  # a setup program
+    with unrolled_threefry():  # a setup program
         return _reset_every_slot(env, keys)
 
 

@@ -1,26 +1,28 @@
-"""Threefry-2x32 lowered as straight-line code on CPU while our learners compile: the same bits, fewer XLA ops.
+"""Threefry-2x32 lowered as straight-line code on CPU while our programs compile: the same bits, fewer XLA ops.
 
 jax lowers its default PRNG's hash (`threefry2x32_p`) on CPU as a 5-iteration while loop. On CPU a small-network
-learner's time goes to per-op overhead, and that loop is the costliest thing it runs: every iteration copies the
-loop state (16 XLA ops per iteration, 13 of them copies), so one random call costs ~80 executed ops, and a PQN env
-step on CartPole makes 8 of them (~640 of its ~770 ops). Written out, the 20 rounds are elementwise integer
-arithmetic that XLA fuses into a few kernels; only the smallest hashes gain from it (`_MAX_UNROLLED_COUNTS`). The
-bits are the same (integer adds, rotations and xors: there is nothing to reorder), so learning is bit-identical;
-tests/test_threefry_lowering.py checks both.
+learner's time goes to per-op overhead, and that loop is among the costliest things it runs: every iteration copies
+the loop state (16 XLA ops per iteration, 13 of them copies), so one random call costs ~80 executed ops, and a PQN
+env step on CartPole makes 8 of them (~640 of its ~770 ops). Written out, the 20 rounds are elementwise integer
+arithmetic that XLA fuses into a few kernels, and compiles sooner than the loop.
+
+The bits are the same (integer adds, rotations and xors: there is nothing to reorder); tests/test_threefry_lowering.py
+checks them. Learning is bit-identical wherever XLA fuses the floating-point ops around a hash as it did before,
+as it does for every CartPole learner we measured (PPO, PQN, DQN, SAC, C51, recurrent PPO, MuZero); where a hash
+fuses into a floating-point consumer the kernel may round differently (PPO on brax ant learns with other low bits).
 
 The rule applies only to what a thread lowers while `unrolled_threefry()` is active in that thread
-(parallel.compile_learner), not to the whole process: other jax code keeps jax's own choice, and a learner lowered
-on one thread keeps its limit while another thread lowers setup programs with theirs. Lowering happens once per
-program, at `.lower()`; the compiled program keeps what it was lowered with, and jax reuses a function's cached
-lowering, so a function already lowered outside the block keeps jax's loop (compile_learner lowers a fresh pmap of
-each learner).
+(parallel.compile_learner, the evaluators, compilation_cache.jit_setup_program), not to the whole process: other jax
+code keeps jax's own choice. Lowering happens once per program, at `.lower()`; the compiled program keeps what it was
+lowered with, and jax reuses a function's cached lowering, so a function already lowered outside a block keeps jax's
+loop (compile_learner lowers a fresh pmap of each learner).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable, ContextManager, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Sequence, Tuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -111,67 +113,49 @@ def _unrolled_rule(ctx: Any, *args: Any) -> Sequence[Any]:
     return [x._broadcast_to(aval) for x, aval in zip(hashed, ctx.avals_out, strict=True)]
 
 
-# Only a hash of at most this many counts is unrolled: one key split in two, `jax.random.split(key)`, which every
-# env step makes at least once. Unrolling larger hashes too (per-env key splits, uniform draws, the epoch's
-# permutation) was slower in interleaved A/Bs on 2 cores (PPO on PureJaxRL's config 0.65-0.76x, PQN 0.79x with
-# hashes of up to 4 counts unrolled) although it ran fewer ops: XLA fuses a hash into each consumer and recomputes
-# it there. With this limit: PQN 1.11x, PPO faster too (see the commit).
-_MAX_UNROLLED_COUNTS = 2
+# Every hash is written out, whatever its size. Until 2026-11-27 learners unrolled only hashes of at most 2 counts
+# (a key split in two): larger ones, then lowered by tracing jnp code, were slower in A/Bs (PPO 0.65-0.76x). Emitted
+# as StableHLO (`_Emitted`) and measured again in-process, every hash written out is the faster choice on 2 cores:
+# PPO (PureJaxRL's config) 1.033x, PQN 1.035x, DQN 1.08x, SAC 1.07x, C51 1.08x, recurrent PPO 1.03x, MuZero 1.02x
+# (noisy), and each learner compiles ~0.4-0.6 s sooner.
 
-
-# Each thread's active limits, innermost last. Swapping one process-wide rule in and out, as this module once did,
-# let a program lowered on another thread meanwhile take the block's rule, and two overlapping blocks on two threads
-# restore in the wrong order and leave one block's rule installed for the rest of the process.
-_limits = threading.local()
-_NO_LIMIT = None
+# How many `unrolled_threefry` blocks this thread is inside. Swapping one process-wide rule in and out, as this module
+# once did, let a program lowered on another thread meanwhile take the block's rule, and two overlapping blocks on two
+# threads restored in the wrong order and left one block's rule installed for the rest of the process.
+_depth = threading.local()
 _install_lock = threading.Lock()
 _installed = False
 
 
-def _active_limits() -> List[Optional[int]]:
-    if not hasattr(_limits, "stack"):
-        _limits.stack = []
-    return _limits.stack
+def _inside_a_block() -> bool:
+    return getattr(_depth, "blocks", 0) > 0
 
 
 def _install_dispatching_rule() -> None:
-    """Once per process: a CPU rule that reads the lowering thread's limit, and is jax's own rule outside every
-    `unrolled_threefry` block. jax keeps its per-platform rules in a dict that has no public reader."""
+    """Once per process: a CPU rule that is the straight-line hash inside an `unrolled_threefry` block of the
+    lowering thread, and jax's own rule outside. jax keeps its per-platform rules in a dict that has no public
+    reader."""
     global _installed
     with _install_lock:
         if _installed:
             return
-        jax_rule = mlir._platform_specific_lowerings[_PLATFORM].get(threefry2x32_p)
-        generic_rule = mlir._lowerings[threefry2x32_p]
+        jax_rule = mlir._platform_specific_lowerings[_PLATFORM].get(threefry2x32_p) or mlir._lowerings[threefry2x32_p]
 
         def rule(ctx: Any, *args: Any) -> Any:
-            limits = _active_limits()
-            if limits:
-                limit = limits[-1]
-                if jax_rule is None or limit is _NO_LIMIT or int(np.prod(ctx.avals_in[2].shape)) <= limit:
-                    return _unrolled_rule(ctx, *args)
-            return (jax_rule or generic_rule).rule(ctx, *args)
+            return _unrolled_rule(ctx, *args) if _inside_a_block() else jax_rule.rule(ctx, *args)
 
         mlir.register_lowering(threefry2x32_p, rule, platform=_PLATFORM)
         _installed = True
 
 
 @contextlib.contextmanager
-def unrolled_threefry(max_counts: Optional[int] = _MAX_UNROLLED_COUNTS) -> Iterator[None]:
+def unrolled_threefry() -> Iterator[None]:
     """Programs this thread lowers inside lower `threefry2x32_p` on CPU as straight-line code (other platforms
-    unchanged), for hashes of at most `max_counts` counts; None: every hash, for a program that runs once, where
-    compile time is what counts (a 64×64 normal draw compiles in ~0.15 s instead of ~0.5 s:
-    compilation_cache.jit_setup_program)."""
+    unchanged): learners and evaluators, which run it millions of times, and setup programs, which run once and
+    compile sooner with it (a 64×64 normal draw in ~0.15 s instead of ~0.5 s: compilation_cache.jit_setup_program)."""
     _install_dispatching_rule()
-    limits = _active_limits()
-    limits.append(max_counts)
+    _depth.blocks = getattr(_depth, "blocks", 0) + 1
     try:
         yield
     finally:
-        limits.pop()
-
-
-def setup_program_threefry() -> ContextManager[None]:
-    """The rule for programs that run once (network inits, initial states, env resets, replay warm-ups): every hash
-    straight-line, since their compile time is what counts, not their run time."""
-    return unrolled_threefry(max_counts=None)
+        _depth.blocks -= 1

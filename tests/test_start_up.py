@@ -18,6 +18,7 @@ from stoix_like import compilation_cache
 from stoix_like.networks.distributions import MaskedCategorical
 from stoix_like.networks.torsos import MLPTorso
 from stoix_like.ops.masking import mask_illegal
+from stoix_like.threefry_lowering import unrolled_threefry
 
 LOGITS = jax.random.normal(jax.random.PRNGKey(3), (257, 5)) * 4.0
 MASK = jax.random.bernoulli(jax.random.PRNGKey(4), 0.7, (257, 5)).at[:, 0].set(True)  # one legal action at least
@@ -55,17 +56,17 @@ def test_a_setup_program_compiled_lightly_with_straight_line_threefry_computes_t
 
 
 def test_setup_programs_hash_every_draw_in_straight_line_code():
-    # setup_program_threefry (max_counts=None): a 64×64 draw (4,096 counts) loses jax's rolled loop too
-    from stoix_like.threefry_lowering import setup_program_threefry, unrolled_threefry
-
+    # a 64×64 draw (4,096 counts) loses jax's rolled loop inside the block jit_setup_program lowers in, for the
+    # same bits
     draw = lambda key: jax.random.normal(key, (64, 64))  # noqa: E731
-    with setup_program_threefry():
-        straight = jax.jit(lambda key: draw(key)).lower(jax.random.PRNGKey(5)).compile()
-    with unrolled_threefry():  # the learners' limit leaves a hash this large to jax
-        looped = jax.jit(lambda key: draw(key)).lower(jax.random.PRNGKey(5)).compile()
+    key = jax.random.PRNGKey(5)
+    with unrolled_threefry():
+        written_out = jax.jit(lambda k: draw(k)).lower(key).compile()
+    looped = jax.jit(lambda k: draw(k)).lower(key).compile()
     if jax.default_backend() == "cpu":
-        assert " while(" not in straight.as_text() and " while(" in looped.as_text()
-    np.testing.assert_array_equal(straight(jax.random.PRNGKey(5)), looped(jax.random.PRNGKey(5)))
+        assert " while(" not in written_out.as_text() and " while(" in looped.as_text()
+    np.testing.assert_array_equal(written_out(key), looped(key))
+    np.testing.assert_array_equal(compilation_cache.jit_setup_program(draw)(key), looped(key))
 
 
 def test_the_gymnax_suite_loads_no_plotting_library_until_something_draws():

@@ -31,7 +31,7 @@ from stoix_like.networks.recurrent import opens_episode
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems import slot_state
 from stoix_like.types import Observation, OffPolicyLearnerState
-from stoix_like.threefry_lowering import setup_program_threefry
+from stoix_like.threefry_lowering import unrolled_threefry
 
 # act(params, normalised observation [num_envs, ...], key, global_env_steps) -> (stored_action, env_action); the
 # stored action is any pytree with a leading [num_envs] axis (MuZero's carries its search's policy and value)
@@ -234,7 +234,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         params, opt_states, memory, *slot_state.slot_keys(env_key, step_key, budget.update_batch_size, budget.num_envs))
     if budget.warmup_rollout_length:
         warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
-        with setup_program_threefry():
+        with unrolled_threefry():
             learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
     learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, batches, prioritized,
                                 acting_metrics)
