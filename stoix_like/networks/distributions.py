@@ -35,7 +35,10 @@ class MaskedCategorical:
         return jax.random.categorical(seed, self._log_probs, axis=-1)
 
     def log_prob(self, action: jax.Array) -> jax.Array:
-        return jnp.take_along_axis(self._log_probs, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+        # the chosen entry selected and summed with zeros (exact), not gathered: a gather's gradient is a scatter,
+        # 4 of a PPO minibatch step's ~120 XLA kernels on CPU, while a select fuses into its neighbours (1.01×)
+        chosen = jnp.arange(self._log_probs.shape[-1]) == action[..., None]
+        return jnp.sum(jnp.where(chosen, self._log_probs, 0.0), axis=-1)
 
     def entropy(self, seed: jax.Array | None = None) -> jax.Array:
         del seed  # exact for a categorical
