@@ -117,7 +117,7 @@ def _unrolled_rule(ctx: Any, *args: Any) -> Sequence[Any]:
 # (a key split in two): larger ones, then lowered by tracing jnp code, were slower in A/Bs (PPO 0.65-0.76x). Emitted
 # as StableHLO (`_Emitted`) and measured again in-process, every hash written out is the faster choice on 2 cores:
 # PPO (PureJaxRL's config) 1.033x, PQN 1.035x, DQN 1.08x, SAC 1.07x, C51 1.08x, recurrent PPO 1.03x, MuZero 1.02x
-# (noisy), and each learner compiles ~0.4-0.6 s sooner.
+# (noisy), and each learner compiles ~0.3-0.4 s sooner (PPO, PQN and DQN, measured in separate processes).
 
 # How many `unrolled_threefry` blocks this thread is inside. Swapping one process-wide rule in and out, as this module
 # once did, let a program lowered on another thread meanwhile take the block's rule, and two overlapping blocks on two
