@@ -1,6 +1,7 @@
 """PPO on CartPole-v1 with PureJaxRL's published config: ours against a random-policy ceiling and rejax.
 
     python benchmarks/ppo_cartpole.py [--seed 42] [--eval-episodes 128] [--skip-rejax] [--return-seeds 8]
+                                      [--cpu-threads N]
 
 PureJaxRL's config: 4 envs × 128 steps, 4 epochs × 4 minibatches, 64×64 tanh MLPs, Adam 2.5e-4 annealed
 linearly to 0, gamma 0.99, GAE lambda 0.95, clip 0.2, entropy 0.01, value 0.5, max grad norm 0.5, 5e5 steps.
@@ -33,6 +34,8 @@ import numpy as np
 
 # same directory; imported before anything is timed, for what it loads (loop_timing.py says what)
 from loop_timing import random_acting_rate, time_learning, time_rollout
+
+from stoix_like.cpu_threads import start_backend_with_cpu_threads
 
 NUM_ENVS = 4
 ROLLOUT_LENGTH = 128
@@ -250,11 +253,15 @@ def main() -> None:
     parser.add_argument("--skip-rejax", action="store_true")
     parser.add_argument("--return-seeds", type=int, default=8,
                         help="final returns of a population of seeds --seed .. --seed + N - 1 (0: skip)")
+    parser.add_argument("--cpu-threads", type=int, default=None,
+                        help="XLA's CPU thread pool for every contender, as arch.cpu_threads sizes it (default: every "
+                             "core); both share this process's pool, so the comparison stays even")
     args = parser.parse_args()
+    start_backend_with_cpu_threads(args.cpu_threads)
 
     print(f"PPO CartPole-v1, PureJaxRL config: {TOTAL_TIMESTEPS:,} steps = {NUM_UPDATES} updates × "
           f"{ROLLOUT_LENGTH} steps × {NUM_ENVS} envs | jax {jax.__version__} on {jax.devices()[0].platform} "
-          f"({jax.device_count()} device)")
+          f"({jax.device_count()} device, {args.cpu_threads or 'every core for'} XLA CPU threads)")
     results = {"random policy (ceiling)": random_ceiling(args.seed),
                "random, our env stack": random_through_our_env_stack(args.seed),
                "ours": ours(args.seed, args.eval_episodes)}

@@ -61,6 +61,9 @@ class CommonArchSchema:
         "command-line runs keep compiled programs in $STOIX_LIKE_CACHE_DIR (default ~/.cache/stoix_like/xla) "
         "and load them on the next run; runs started in code cache their seeds' setup programs in-process. False: "
         "neither"))
+    cpu_threads: Optional[int] = key(integer(
+        POSITIVE_INT, "threads XLA's CPU backend runs programs on (stoix_like/cpu_threads.py): 1 is faster for a "
+        "learner on a few envs, every core for many; null: every core the process may run on", nullable=True))
     multihost: bool = key(flag("start jax.distributed"))
     coordinator_address: Optional[str] = text("HOST:PORT of process 0")
     num_processes: Optional[int] = key(integer("[1, inf)", "processes taking part, with arch.coordinator_address",

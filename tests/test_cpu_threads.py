@@ -1,0 +1,71 @@
+"""`arch.cpu_threads` sizes XLA's CPU thread pool when the backend starts, and refuses what cannot take effect."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from stoix_like.cpu_threads import start_backend_with_cpu_threads
+from stoix_like.errors import ConfigError
+
+from conftest import REPO_ROOT
+
+# run in a fresh interpreter: the backend sizes its pool once per process, and this test process's has started
+POOL_AND_AFFINITY = textwrap.dedent("""
+    import glob, os, sys
+    from stoix_like.cpu_threads import start_backend_with_cpu_threads
+    cores = len(os.sched_getaffinity(0))
+    start_backend_with_cpu_threads({threads})
+    start_backend_with_cpu_threads({threads})  # a second run in the same process may ask for the same size
+    import jax
+    jax.devices()  # null leaves the start to jax, which is then sized as it would be anyway
+    pool = sum(open(path).read().strip() == "tf_XLAEigen" for path in glob.glob("/proc/self/task/*/comm"))
+    print(pool, len(os.sched_getaffinity(0)), cores)
+""")
+
+
+def _pool_affinity_and_cores(threads):
+    result = subprocess.run([sys.executable, "-c", POOL_AND_AFFINITY.format(threads=threads)], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert result.returncode == 0, result.stderr
+    return [int(field) for field in result.stdout.split()]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or not os.path.isdir("/proc/self/task"),
+                    reason="needs Linux CPU affinity")
+def test_one_thread_gives_a_pool_of_one_and_gives_the_cores_back():
+    pool, affinity, cores = _pool_affinity_and_cores(1)
+    assert pool == 1
+    assert affinity == cores  # the Python thread, and what it starts later, may run anywhere again
+    if cores > 1:  # every core by default: the setting is what made the pool smaller
+        default_pool, _, _ = _pool_affinity_and_cores(None)
+        assert default_pool == cores
+
+
+def test_more_threads_than_cores_is_refused_in_one_line():
+    too_many = len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else 10_000
+    with pytest.raises(ConfigError, match=r"arch.cpu_threads=\d+ (exceeds|needs)"):
+        _in_a_process_whose_backend_has_not_started(too_many)
+
+
+def test_a_size_that_can_no_longer_take_effect_is_refused():
+    import jax
+
+    jax.devices()  # this test process's backend has started
+    with pytest.raises(ConfigError, match="before jax starts its backends"):
+        start_backend_with_cpu_threads(1)
+    start_backend_with_cpu_threads(None)  # null asks for nothing, so it is never refused
+
+
+def _in_a_process_whose_backend_has_not_started(threads):
+    from jax._src import xla_bridge
+
+    initialized = xla_bridge.backends_are_initialized
+    xla_bridge.backends_are_initialized = lambda: False  # the range is checked before anything starts
+    try:
+        start_backend_with_cpu_threads(threads)
+    finally:
+        xla_bridge.backends_are_initialized = initialized
