@@ -24,8 +24,8 @@ import numpy as np
 from omegaconf import DictConfig
 
 from stoix_like import budget as budget_lib
-from stoix_like.cpu_threads import start_backend_with_cpu_threads
 from stoix_like import checkpointing, config_schema, host_keys, parallel, run_record
+from stoix_like.cpu_threads import start_backend_with_cpu_threads
 from stoix_like.envs.cpu_vector_env import CpuVectorEnv, make_cpu_envs
 from stoix_like.errors import ConfigError
 from stoix_like.experiment import ABSOLUTE_METRIC_EPISODE_FACTOR, RunResult, eval_params_of, run_dir_of
@@ -70,7 +70,6 @@ def run(config: DictConfig, sebulba_setup: Optional[SebulbaLearnerSetup], algori
     config_schema.validate(config)
     if sebulba_setup is None:
         raise ConfigError(f"{algorithm} has no Sebulba learner yet: run it with arch=anakin (arch=sebulba runs ppo).")
-    start_backend_with_cpu_threads(config.arch.get("cpu_threads"))  # before anything asks jax for a device
     start_backend_with_cpu_threads(config.arch.get("cpu_threads"))  # before anything asks jax for a device
     layout = layout_of(config)
     budget = make_budget(config, layout)
