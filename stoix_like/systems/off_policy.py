@@ -28,6 +28,7 @@ from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import EvalPolicy
 from stoix_like.networks.recurrent import opens_episode
+from stoix_like.ops import packing
 from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems import slot_state
 from stoix_like.types import Observation, OffPolicyLearnerState
@@ -93,7 +94,7 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActin
 
     def rollout(state: OffPolicyLearnerState, length: int
                 ) -> Tuple[OffPolicyLearnerState, Dict[str, jax.Array], replay.Transition]:
-        def env_step(state: OffPolicyLearnerState, _: None):
+        def env_step(state: OffPolicyLearnerState):
             key, act_key = jax.random.split(state.key)
             observation = state.timestep.observation
             stored_action, env_action, entered_memory, memory = acting.act(
@@ -113,8 +114,8 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActin
                                    env_steps=state.env_steps + budget.num_envs)
             return state, (transition, timestep.extras["episode_metrics"])
 
-        state, (traj, episode_metrics) = jax.lax.scan(env_step, state, None, length=length,
-                                                          unroll=config.arch.rollout_unroll)
+        # each step's record written in one operation rather than one per field (ops/packing.py says why)
+        state, (traj, episode_metrics) = packing.scan_records(env_step, state, length, config.arch.rollout_unroll)
         buffer_state = replay.add_rollout(buffer, state.buffer_state, traj)
         obs_norm = state.obs_norm
         if system.normalize_observations:

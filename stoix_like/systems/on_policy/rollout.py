@@ -20,6 +20,7 @@ from stoix_like.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.experiment import check_divides
+from stoix_like.ops import packing
 from stoix_like.ops.shuffling import uniform_permutation
 from stoix_like.systems import slot_state
 from stoix_like.types import EnvState, Observation, PRNGKey, RolloutStep, TimeStep
@@ -76,7 +77,7 @@ def collect_rollout_from_state(env: VmapWrapper, act: StatefulActFn, state: Lear
     one's hidden state (reset where `state.timestep` opens an episode), a search's env states. The trajectory is
     the same."""
 
-    def env_step(state: LearnerStateT, _: None) -> Tuple[LearnerStateT, RolloutStep]:
+    def env_step(state: LearnerStateT) -> Tuple[LearnerStateT, RolloutStep]:
         key, policy_key = jax.random.split(state.key)
         observation = normalization.normalize(state.obs_norm, state.timestep.observation)
         state, action, env_action, policy_extras = act(state, observation, policy_key)
@@ -93,7 +94,8 @@ def collect_rollout_from_state(env: VmapWrapper, act: StatefulActFn, state: Lear
         )
         return state._replace(key=key, env_state=env_state, timestep=timestep), step
 
-    return jax.lax.scan(env_step, state, None, length=rollout_length, unroll=unroll)
+    # each step's record written in one operation rather than one per field (ops/packing.py says why)
+    return packing.scan_records(env_step, state, rollout_length, unroll)
 
 
 def step_and_successor_values(value: Callable[[Observation], jax.Array], obs_norm: Any, steps: RolloutStep
