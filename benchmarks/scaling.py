@@ -7,11 +7,14 @@
 
 For each env count N (`arch.total_num_envs`) and update batch U (`arch.update_batch_size`: U learner copies per
 device, N / U envs each, gradients averaged) it trains PPO with its shipped defaults for the env (rollout length,
-epochs, minibatches, network) on about `--steps-per-size` env steps, two learn calls after an ahead-of-time
-compile, and times the learn calls alone. The ceiling is the same N envs through our env layer with uniformly
-random actions and no network (`loop_timing.random_acting_rate`) for as many steps: acting and learning on those
-envs can at best match it, so PPO / ceiling is the share of the machine that stepping the envs leaves to acting
-with a network and learning. Issue 15's check: PPO on 2,048 CartPoles reaches at least 0.3 of the ceiling.
+epochs, minibatches, network) on about `--steps-per-size` env steps in two learn calls, after an ahead-of-time
+compile and one untimed warm-up call, and times the two learn calls alone. The ceiling is the same N envs through
+our env layer with uniformly random actions and no network (`loop_timing.random_acting_rate`), one learn call's
+steps per run, the fastest of three runs after a warm-up. A program's first run on a GPU also builds its command
+buffers, which is no part of steady speed (it made both sides look slower, the short ceiling most). Acting and
+learning on those envs can at best match the ceiling, so PPO / ceiling is the share of the machine that stepping
+the envs leaves to acting with a network and learning. Issue 15's check: PPO on 2,048 CartPoles reaches at least
+0.3 of the ceiling.
 
 `--rollout-unrolls K ...` sets `arch.rollout_unroll`, a row for each K: K env steps per iteration of PPO's compiled
 acting loop (the ceiling's loop is not unrolled). 1 suits a CPU; on a GPU, 5 cut the loop's kernel-launch overhead
@@ -30,7 +33,9 @@ import jax
 from loop_timing import random_acting_rate, time_learning  # same directory
 from value_based_cartpole import compose
 
-LEARN_CALLS = 2  # arch.num_evaluation: the learn calls timed per size
+LEARN_CALLS = 2  # the learn calls timed per size
+UNTIMED_CALLS = 1  # a warm-up learn call first: on a GPU a program's first run also builds its command buffers
+CEILING_RUNS = 4  # the ceiling's loop, as long as one learn call: a warm-up, then the fastest of 3
 RATIO_TARGET = 0.3  # PPO at 2,048 CartPole envs, as a share of the acting-only ceiling
 RATIO_TARGET_ENVS = 2048
 
@@ -41,9 +46,9 @@ def ppo_budget_overrides(env: str, num_envs: int, update_batch_size: int, steps_
     rollout_length = int(compose("ppo", [f"env={env}"]).system.rollout_length)
     steps_per_update = rollout_length * num_envs
     updates_per_call = max(1, round(steps_per_size / (LEARN_CALLS * steps_per_update)))
+    calls = LEARN_CALLS + UNTIMED_CALLS
     return [f"env={env}", f"arch.total_num_envs={num_envs}", f"arch.update_batch_size={update_batch_size}",
-            f"arch.num_evaluation={LEARN_CALLS}",
-            f"arch.total_timesteps={LEARN_CALLS * updates_per_call * steps_per_update}",
+            f"arch.num_evaluation={calls}", f"arch.total_timesteps={calls * updates_per_call * steps_per_update}",
             f"arch.rollout_unroll={rollout_unroll}"]
 
 
@@ -53,8 +58,9 @@ def measure(env: str, num_envs: int, update_batch_size: int, steps_per_size: int
 
     config = compose("ppo", ppo_budget_overrides(env, num_envs, update_batch_size, steps_per_size, rollout_unroll)
                      + [f"arch.seed={seed}"])
-    learned = time_learning(ppo.learner_setup, config, seed, eval_episodes=0)
-    ceiling = random_acting_rate(config.env, num_envs, learned["steps"] // num_envs, seed)
+    learned = time_learning(ppo.learner_setup, config, seed, eval_episodes=0, untimed_calls=UNTIMED_CALLS)
+    ceiling = random_acting_rate(config.env, num_envs, learned["steps"] // num_envs // (LEARN_CALLS + UNTIMED_CALLS),
+                                 seed, runs=CEILING_RUNS)
     return {"ppo_steps_per_s": learned["steps_per_s"], "ceiling_steps_per_s": ceiling["steps_per_s"],
             "ratio": learned["steps_per_s"] / ceiling["steps_per_s"], "compile_s": learned["compile_s"],
             "steps": learned["steps"]}
