@@ -6,7 +6,12 @@ a second pool thread, XLA's executor hands ready kernels to it, and the program'
 caches each time: on a 2-core AMD EPYC (Zen 4) our PPO woke the second thread ~3,000 times a second, used 1.3 cores
 and ran at 143k-147k steps/s; with a pool of one thread it ran at 173k-180k (rejax's PPO, one thread either way:
 157k-164k). A learner on many envs gains from the second thread instead: with 256 or 2,048 CartPoles, 2 threads
-learned 1.3-1.45x faster than 1. Hence null (every core) by default, and 1 for small CPU runs.
+learned 1.3-1.45x faster than 1.
+
+So null chooses per run (`start_backend_for_run`): one thread for a small run on the CPU alone, every core
+otherwise. Steady PPO on the same machine, PureJaxRL's shape (128-step rollouts, 4 epochs of 4 minibatches), one
+thread against two, two rounds: 4 envs 1.09-1.12x, 16 envs 1.15-1.45x, 32 envs 1.01-1.11x, 64 envs 0.86-0.94x,
+256 envs 0.71-0.75x. The rule takes the envs one device steps over all its seeds, at most SMALL_RUN_ENVS.
 
 The backend starts here with the process limited to its first `cpu_threads` cores, then the limit is lifted for every
 thread but the pool's: the Python thread, the backend's other threads (the compiler's) and what they start later may
@@ -16,13 +21,68 @@ run anywhere.
 from __future__ import annotations
 
 import os
-from typing import Optional
+import re
+import warnings
+from importlib import metadata, util
+from typing import Any, Mapping, Optional
 
 from stoix_like.errors import ConfigError
+
+# a run on the CPU alone whose device steps at most this many envs, over all its seeds, gets a pool of one thread
+# when arch.cpu_threads is null (measured in the module's docstring: 16 gained, 32 broke even, 64 lost)
+SMALL_RUN_ENVS = 16
 
 # the pool size this module started the backend with, if it did: a second run in the same process (a sweep, a
 # notebook) may ask for the same size again, and nothing else
 _started_with: list = []
+
+
+def start_backend_for_run(arch: Mapping[str, Any]) -> None:
+    """Start jax's backends for an Anakin run: with `arch.cpu_threads` threads if given (refused as
+    `start_backend_with_cpu_threads` refuses), else with one thread when `is_small_cpu_run(arch)`. A choice null made
+    is never refused: where the backend has already started, it stays as it is."""
+    if arch.get("cpu_threads") is not None:
+        start_backend_with_cpu_threads(int(arch["cpu_threads"]))
+        return
+    from jax._src import xla_bridge
+
+    small = is_small_cpu_run(arch)
+    if _started_with and not small and _started_with[0] < len(os.sched_getaffinity(0)):
+        # a sweep's later job in the same process, whose pool an earlier job sized
+        warnings.warn(f"XLA's CPU pool has {_started_with[0]} thread(s), sized by an earlier run in this process; "
+                      "this run would use every core. Run it in a fresh process (a sweep: "
+                      "hydra/launcher=submitit_local).", stacklevel=2)
+    if small and not _started_with and not xla_bridge.backends_are_initialized() and hasattr(os, "sched_setaffinity"):
+        start_backend_with_cpu_threads(1)
+
+
+def is_small_cpu_run(arch: Mapping[str, Any]) -> bool:
+    """Whether one pool thread is the faster choice: at most SMALL_RUN_ENVS envs (over the seeds) on the one CPU
+    device of the one process, and no accelerator that jax could pick instead."""
+    envs = int(arch.get("total_num_envs", SMALL_RUN_ENVS + 1)) * int(arch.get("num_seeds", 1))
+    one_process = arch.get("num_processes") in (None, 1) and not arch.get("coordinator_address") \
+        and not arch.get("multihost")
+    return envs <= SMALL_RUN_ENVS and one_process and _one_cpu_device() and not _accelerator_possible()
+
+
+def _one_cpu_device() -> bool:
+    """No more than one CPU device asked for (XLA's forced device count, or jax's own setting)."""
+    import jax
+
+    forced = re.search(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    return (not forced or int(forced.group(1)) <= 1) and int(getattr(jax.config, "jax_num_cpu_devices", -1)) <= 1
+
+
+def _accelerator_possible() -> bool:
+    """Whether jax may start a backend other than the CPU's: JAX_PLATFORMS names one, or, where it names none, a
+    GPU or TPU plugin is installed (jax finds them as `jax_plugins` entry points or modules, and libtpu)."""
+    import jax
+
+    platforms = getattr(jax.config, "jax_platforms", None)  # JAX_PLATFORMS or jax.config.update
+    if platforms:
+        return any(platform.strip() not in ("", "cpu") for platform in platforms.split(","))
+    return bool(metadata.entry_points(group="jax_plugins")) or util.find_spec("jax_plugins") is not None \
+        or util.find_spec("libtpu") is not None
 
 
 def start_backend_with_cpu_threads(cpu_threads: Optional[int]) -> None:

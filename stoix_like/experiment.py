@@ -24,7 +24,7 @@ from stoix_like import config_schema
 from stoix_like import checkpointing, compilation_cache, host_keys, population, run_record
 from stoix_like import envs as envs_lib
 from stoix_like import parallel
-from stoix_like.cpu_threads import start_backend_with_cpu_threads
+from stoix_like.cpu_threads import start_backend_for_run
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import EvalPolicy, Evaluator, make_evaluator
 from stoix_like.logging import Logger, summarize
@@ -128,7 +128,7 @@ def train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> Ru
     # Everything a user can get wrong is checked here, before processes connect, envs, setup or compilation.
     config_schema.validate(config)  # every key's type and range: stoix_like/config_schema.py
     parallel.maybe_initialize_distributed(config.arch)
-    start_backend_with_cpu_threads(config.arch.get("cpu_threads"))  # before anything asks jax for a device
+    start_backend_for_run(config.arch)  # before anything asks jax for a device
     budget = make_budget(config)
     # Live progress in a long interval: the learner is built for a share of it and called that many times (a
     # progress line after each). The updates, steps and schedules are the same. Host callbacks stay out of the

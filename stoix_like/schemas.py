@@ -63,7 +63,8 @@ class CommonArchSchema:
         "neither"))
     cpu_threads: Optional[int] = key(integer(
         POSITIVE_INT, "threads XLA's CPU backend runs programs on (stoix_like/cpu_threads.py): 1 is faster for a "
-        "learner on a few envs, every core for many; null: every core the process may run on", nullable=True))
+        "learner on a few envs, every core for many; null: 1 for a small run on the CPU alone, else every core "
+        "(Sebulba: every core)", nullable=True))
     multihost: bool = key(flag("start jax.distributed"))
     coordinator_address: Optional[str] = text("HOST:PORT of process 0")
     num_processes: Optional[int] = key(integer("[1, inf)", "processes taking part, with arch.coordinator_address",

@@ -73,3 +73,67 @@ def _in_a_process_whose_backend_has_not_started(threads):
         start_backend_with_cpu_threads(threads)
     finally:
         xla_bridge.backends_are_initialized = initialized
+
+
+# null chooses per run: one thread for a small run on the CPU alone, jax's own pool otherwise
+POOL_FOR_RUN = textwrap.dedent("""
+    import glob
+    from stoix_like.cpu_threads import start_backend_for_run
+    start_backend_for_run({arch})
+    import jax
+    jax.jit(lambda x: x + 1)(1).block_until_ready()
+    print(sum(open(path).read().strip() == "tf_XLAEigen" for path in glob.glob("/proc/self/task/*/comm")))
+""")
+
+
+def _pool_for_run(arch, **env):
+    result = subprocess.run([sys.executable, "-c", POOL_FOR_RUN.format(arch=repr(arch))], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "JAX_PLATFORMS": "cpu", **env})
+    assert result.returncode == 0, result.stderr
+    return int(result.stdout.split()[-1])
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux CPU affinity and two cores")
+def test_null_gives_a_small_cpu_run_one_thread_and_a_large_one_every_core():
+    cores = len(os.sched_getaffinity(0))
+    assert _pool_for_run({"total_num_envs": 4, "num_seeds": 4, "cpu_threads": None}) == 1
+    assert _pool_for_run({"total_num_envs": 4, "num_seeds": 8, "cpu_threads": None}) == cores  # 32 envs
+    assert _pool_for_run({"total_num_envs": 4, "cpu_threads": 2}) == 2  # a size given is kept, small run or not
+
+
+@pytest.mark.parametrize("arch, env, small", [
+    ({"total_num_envs": 16}, {}, True),
+    ({"total_num_envs": 16, "num_seeds": 2}, {}, False),
+    ({"total_num_envs": 4, "num_processes": 2, "coordinator_address": "127.0.0.1:1234"}, {}, False),
+    ({"total_num_envs": 4}, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}, False),
+    ({"total_num_envs": 4}, {"JAX_PLATFORMS": "cuda,cpu"}, False),
+])
+def test_what_counts_as_a_small_cpu_run(arch, env, small):
+    code = ("from stoix_like.cpu_threads import is_small_cpu_run; "
+            f"print(is_small_cpu_run({arch!r}))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "JAX_PLATFORMS": "cpu",
+                                              "XLA_FLAGS": "", **env})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == str(small)
+
+
+def test_a_choice_null_made_is_never_refused():
+    import jax
+
+    from stoix_like.cpu_threads import start_backend_for_run
+
+    jax.devices()  # this test process's backend has started with the pool it has
+    start_backend_for_run({"total_num_envs": 4, "cpu_threads": None})  # would have been 1 thread: left as it is
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs two cores")
+def test_a_larger_run_after_a_small_one_in_the_same_process_is_told_its_pool_is_small(monkeypatch):
+    from stoix_like import cpu_threads
+
+    monkeypatch.setattr(cpu_threads, "_started_with", [1])  # as a sweep's first, small job leaves it
+    with pytest.warns(UserWarning, match="sized by an earlier run in this process"):
+        cpu_threads.start_backend_for_run({"total_num_envs": 256, "cpu_threads": None})
