@@ -87,6 +87,8 @@ def test_empty_trees_and_refusals():
     assert words.shape == (0,) and packing.unpack(words, layout) == {}
     with pytest.raises(TypeError, match="complex"):
         packing.pack(jnp.array([1 + 2j]))
+    with pytest.raises(TypeError, match="key_data"):
+        packing.pack({"key": jax.random.key(0)})
     words, layout = packing.pack(jnp.zeros(3))
     with pytest.raises(ValueError, match="2 words given, the layout has 3"):
         packing.unpack(words[:2], layout)

@@ -48,6 +48,8 @@ def _is_float(dtype: np.dtype) -> bool:
 
 def _to_words(leaf: jax.Array) -> jax.Array:
     """The leaf as a flat uint32 vector (two words per element for 64-bit types)."""
+    if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+        raise TypeError("packing: a typed PRNG key cannot be packed; record jax.random.key_data(key) instead")
     dtype = np.dtype(leaf.dtype)
     if jnp.issubdtype(dtype, jnp.complexfloating):
         raise TypeError(f"packing: complex leaves are not supported (got {dtype})")
