@@ -250,15 +250,22 @@ def _unbatched_trace() -> Iterator[None]:
         _tracing_unbatched.active = previous
 
 
+def _over_devices(collective: Callable[..., Any], tree: Any) -> Any:
+    # Over one device the mean and the sum are that device's value, yet XLA keeps the all-reduce: on the CPU
+    # it is a rendezvous per gradient step, with a thread hand-off when the pool has several threads. The size
+    # is static inside pmap and counts every process's devices, so a multi-host run still reduces.
+    if jax.lax.axis_size(DEVICE_AXIS) == 1:
+        return tree
+    return collective(tree, axis_name=DEVICE_AXIS)
+
+
 def pmean_batch_then_device(tree: Any) -> Any:
     """Average over the update batch, then over devices: every replica ends with the same value."""
-    tree = _over_batch(jax.lax.pmean, tree)
-    return jax.lax.pmean(tree, axis_name=DEVICE_AXIS)
+    return _over_devices(jax.lax.pmean, _over_batch(jax.lax.pmean, tree))
 
 
 def psum_batch_then_device(tree: Any) -> Any:
-    tree = _over_batch(jax.lax.psum, tree)
-    return jax.lax.psum(tree, axis_name=DEVICE_AXIS)
+    return _over_devices(jax.lax.psum, _over_batch(jax.lax.psum, tree))
 
 
 def scan_updates(update_step: Callable[[Any], Tuple[Any, Any]], num_updates: int) -> Callable:

@@ -28,3 +28,13 @@ def test_an_update_batch_of_one_learns_what_a_batch_of_identical_slots_learns():
         results[update_batch_size] = (final_state[:, 0], outputs["mean_grad"][:, 0])
     np.testing.assert_array_equal(results[1][0], results[2][0])
     np.testing.assert_array_equal(results[1][1], results[2][1])
+
+
+def test_one_device_averages_without_an_all_reduce():
+    """Over one device the device mean is the identity: the program must not keep an all-reduce for it (on the
+    CPU each one is a rendezvous per gradient step), and the batch mean must still be taken."""
+    grads = jnp.arange(6.0).reshape(1, 3, 2)  # (device, batch, ...)
+    average = jax.pmap(jax.vmap(parallel.pmean_batch_then_device, axis_name=parallel.BATCH_AXIS),
+                       axis_name=parallel.DEVICE_AXIS)
+    assert "all-reduce" not in average.lower(grads).compile().as_text()
+    np.testing.assert_allclose(average(grads), jnp.broadcast_to(grads.mean(axis=1, keepdims=True), grads.shape))
