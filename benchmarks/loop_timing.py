@@ -6,8 +6,9 @@ their own, so what they time is what `python -m experiments.<algo>` runs, minus 
 
 from __future__ import annotations
 
+import statistics
 import time
-from typing import Any, Callable, Dict, Mapping, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -18,37 +19,94 @@ import scipy.linalg  # noqa: F401
 
 from stoix_like import envs as envs_lib
 from stoix_like import experiment
+from stoix_like.cpu_threads import is_small_cpu_run, start_backend_for_run, start_backend_with_cpu_threads
+
+
+def start_backend_as_run_would(arch: Any, cpu_threads: Optional[int]) -> str:
+    """Start jax's backends with a pool of `cpu_threads` threads if given, else as `arch.cpu_threads: null` would
+    for a run of `arch` (what `python -m experiments.<algo>` gets); the pool, in words. Every contender in the
+    process shares it."""
+    if cpu_threads is not None:
+        start_backend_with_cpu_threads(cpu_threads)
+        return f"{cpu_threads} thread(s), as asked"
+    if arch.get("cpu_threads") is not None:
+        raise ValueError("arch.cpu_threads is set in the config: pass it as --cpu-threads instead")
+    start_backend_for_run(arch)
+    chosen = "1 thread" if is_small_cpu_run(arch) else "every core"
+    return f"{chosen}, arch.cpu_threads=null's choice for this run"
+
+
+class OurLearning:
+    """One seed of one of our systems, set up and compiled once; `learn_budget()` runs its whole budget from the
+    fresh state (so it can run again, interleaved with a peer's run) and returns the seconds of learning it timed.
+
+    The first `untimed_calls` learn calls of a budget run but count in neither the time nor the steps: a GPU's
+    first run of a program also builds its command buffers (CUDA graphs), which is no part of steady learning."""
+
+    def __init__(self, learner_setup: Callable, config: Any, seed: int, untimed_calls: int = 0):
+        self.budget = experiment.make_budget(config)
+        train_env, self._eval_env = envs_lib.make(config.env)
+        start = time.perf_counter()
+        self._prepared = experiment.set_up(learner_setup, train_env, config, self.budget, [seed])  # warm-up in
+        jax.block_until_ready(self._prepared.fresh_state)
+        self.setup_seconds = time.perf_counter() - start
+        self._learn, self.compile_seconds = experiment.compile_learner(self._prepared.system,
+                                                                       self._prepared.fresh_state, num_seeds=1)
+        self._untimed_calls = untimed_calls
+        self.learning_steps = (self.budget.total_timesteps - self.budget.warmup_steps) \
+            * (self.budget.num_evaluation - untimed_calls) // self.budget.num_evaluation
+        self._learner_state = self._prepared.fresh_state
+
+    def learn_budget(self) -> float:
+        learner_state, seconds = self._prepared.fresh_state, 0.0
+        for call in range(self.budget.num_evaluation):
+            learned = experiment.learn_once(self._learn, learner_state)
+            learner_state = learned.learner_state
+            seconds += learned.seconds if call >= self._untimed_calls else 0.0
+        self._learner_state = learner_state
+        return seconds
+
+    def final_return(self, eval_episodes: int) -> float:
+        """The last budget's final params: their mean return over `eval_episodes` episodes."""
+        evaluate = experiment.make_evaluate(self._eval_env, self._prepared.system.eval_policy, eval_episodes)
+        eval_params = experiment.eval_params_of(self._prepared.system, self._learner_state, 0, num_seeds=1)
+        return float(np.mean(evaluate(eval_params, self._prepared.eval_keys[0])["episode_return"]))
+
+
+def interleaved_median_seconds(contenders: Mapping[str, Any], rounds: int) -> Dict[str, float]:
+    """Each contender's `learn_budget()` run `rounds` times, in turn: the median seconds of each. The machine is
+    shared and its speed drifts; taking turns spreads the drift over everyone, and the median drops the outliers."""
+    seconds: Dict[str, list] = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, contender in contenders.items():
+            seconds[name].append(contender.learn_budget())
+    return {name: statistics.median(times) for name, times in seconds.items()}
+
+
+def compare_learning(contenders: Mapping[str, Any], rounds: int, eval_episodes: int) -> Dict[str, Dict[str, float]]:
+    """Contenders (each with `learn_budget()`, `final_return(episodes)`, `compile_seconds`, `learning_steps` and,
+    for ours, `setup_seconds`) run interleaved `rounds` times: per contender its setup and compile seconds, its
+    median throughput, its last run's final return over `eval_episodes` episodes (NaN for 0) and its steps."""
+    median_seconds = interleaved_median_seconds(contenders, rounds)
+    return {name: {"setup_s": getattr(contender, "setup_seconds", float("nan")),
+                   "compile_s": contender.compile_seconds,
+                   "steps_per_s": contender.learning_steps / median_seconds[name],
+                   "final_return": contender.final_return(eval_episodes) if eval_episodes else float("nan"),
+                   "steps": contender.learning_steps}
+            for name, contender in contenders.items()}
 
 
 def time_learning(learner_setup: Callable, config: Any, seed: int, eval_episodes: int,
                   untimed_calls: int = 0) -> Dict[str, float]:
-    """One seed's whole budget: setup and compile seconds, learning throughput (learn calls only, warm-up
-    excluded), the final params' mean return over `eval_episodes` episodes (NaN for 0: not evaluated) and the
-    budget's steps. The first `untimed_calls` learn calls run but count in neither the time nor the steps: a GPU's
-    first run of a program also builds its command buffers (CUDA graphs), which is no part of steady learning."""
-    budget = experiment.make_budget(config)
-    train_env, eval_env = envs_lib.make(config.env)
-    start = time.perf_counter()
-    prepared = experiment.set_up(learner_setup, train_env, config, budget, [seed])  # replay warm-up included
-    jax.block_until_ready(prepared.fresh_state)
-    setup_seconds = time.perf_counter() - start
-    learn, compile_seconds = experiment.compile_learner(prepared.system, prepared.fresh_state, num_seeds=1)
-
-    learner_state, learn_seconds = prepared.fresh_state, 0.0
-    for call in range(budget.num_evaluation):
-        learned = experiment.learn_once(learn, learner_state)
-        learner_state = learned.learner_state
-        learn_seconds += learned.seconds if call >= untimed_calls else 0.0
-
-    final_return = float("nan")
-    if eval_episodes:
-        evaluate = experiment.make_evaluate(eval_env, prepared.system.eval_policy, eval_episodes)
-        eval_params = experiment.eval_params_of(prepared.system, learner_state, 0, num_seeds=1)
-        final_return = float(np.mean(evaluate(eval_params, prepared.eval_keys[0])["episode_return"]))
-    learning_steps = (budget.total_timesteps - budget.warmup_steps) * (budget.num_evaluation - untimed_calls) \
-        // budget.num_evaluation
-    return {"setup_s": setup_seconds, "compile_s": compile_seconds, "steps_per_s": learning_steps / learn_seconds,
-            "final_return": final_return, "steps": budget.total_timesteps}
+    """One seed's whole budget, run once: setup and compile seconds, learning throughput (learn calls only,
+    warm-up excluded), the final params' mean return over `eval_episodes` episodes (NaN for 0: not evaluated)
+    and the budget's steps."""
+    learning = OurLearning(learner_setup, config, seed, untimed_calls)
+    seconds = learning.learn_budget()
+    return {"setup_s": learning.setup_seconds, "compile_s": learning.compile_seconds,
+            "steps_per_s": learning.learning_steps / seconds,
+            "final_return": learning.final_return(eval_episodes) if eval_episodes else float("nan"),
+            "steps": learning.budget.total_timesteps}
 
 
 def random_acting_rate(env_config: Mapping[str, Any], num_envs: int, num_steps: int, seed: int, runs: int = 1

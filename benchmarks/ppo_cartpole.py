@@ -1,7 +1,7 @@
 """PPO on CartPole-v1 with PureJaxRL's published config: ours against a random-policy ceiling and rejax.
 
-    python benchmarks/ppo_cartpole.py [--seed 42] [--eval-episodes 128] [--skip-rejax] [--return-seeds 8]
-                                      [--cpu-threads N]
+    python benchmarks/ppo_cartpole.py [--seed 42] [--eval-episodes 128] [--skip-rejax] [--rounds 3]
+                                      [--return-seeds 8] [--cpu-threads N]
 
 PureJaxRL's config: 4 envs × 128 steps, 4 epochs × 4 minibatches, 64×64 tanh MLPs, Adam 2.5e-4 annealed
 linearly to 0, gamma 0.99, GAE lambda 0.95, clip 0.2, entropy 0.01, value 0.5, max grad norm 0.5, 5e5 steps.
@@ -9,10 +9,13 @@ Our budget is exact: 499,712 steps = 8 evaluations × 122 updates × 128 steps �
 5e5 // 512 = 976 updates, the same number of steps).
 
 For each contender it prints the compile seconds, the steady learning throughput (env steps per second of
-learning alone: no compilation, no evaluation) and the final policy's mean return over `--eval-episodes`
-episodes. The ceiling is the same 4 CartPoles stepped with random actions in a `lax.scan`: what acting alone
-costs, with no network and no learning (raw gymnax, and again through our env layer). rejax runs when it is
-installed (`pip install rejax`). Figures depend on the machine and on its load: compare ratios
+learning alone: no compilation, no evaluation; the median of `--rounds` whole-budget runs, ours and rejax's
+taken in turn, so that the machine's drift falls on both) and the final policy's mean return over
+`--eval-episodes` episodes. Both share one XLA CPU pool: by default the one `arch.cpu_threads: null` picks for
+this config (one thread for 4 envs on a CPU: what `python -m experiments.ppo` runs on); rejax's PPO measured the
+same on one thread as on two (cpu_threads.py). The ceiling is the same 4 CartPoles stepped with random actions
+in a `lax.scan`: what acting alone costs, with no network and no learning (raw gymnax, and again through our env
+layer). rejax runs when it is installed (`pip install rejax`). Figures depend on the machine and on its load: compare ratios
 taken in one run.
 
 One seed's final return is luck: XLA's CPU code differs between processors, and so does a seed's trajectory. With
@@ -26,16 +29,15 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 # same directory; imported before anything is timed, for what it loads (loop_timing.py says what)
-from loop_timing import random_acting_rate, time_learning, time_rollout
+from loop_timing import OurLearning, compare_learning, random_acting_rate, start_backend_as_run_would, time_rollout
 
-from stoix_like.cpu_threads import start_backend_with_cpu_threads
 
 NUM_ENVS = 4
 ROLLOUT_LENGTH = 128
@@ -79,19 +81,23 @@ def timed(function, *args):
     return result, time.perf_counter() - start
 
 
-def ours(seed: int, eval_episodes: int) -> Dict[str, float]:
-    """The real stoix_like PPO: config composed as `python -m experiments.ppo` would, learner compiled apart."""
+def ours_config(seed: int):
+    """The config `python -m experiments.ppo` composes from OURS_OVERRIDES."""
     from hydra import compose, initialize_config_dir
 
-    from stoix_like import experiment
     from stoix_like.entry import CONFIG_DIR
-    from stoix_like.systems.on_policy import ppo
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        config = compose(config_name="ppo", overrides=OURS_OVERRIDES + [f"arch.seed={seed}"])
-    budget = experiment.make_budget(config)
-    assert budget.num_updates == NUM_UPDATES and budget.total_timesteps == TOTAL_TIMESTEPS, budget
-    return time_learning(ppo.learner_setup, config, seed, eval_episodes)
+        return compose(config_name="ppo", overrides=OURS_OVERRIDES + [f"arch.seed={seed}"])
+
+
+def ours(seed: int) -> OurLearning:
+    """The real stoix_like PPO: config composed as `python -m experiments.ppo` would, learner compiled apart."""
+    from stoix_like.systems.on_policy import ppo
+
+    learning = OurLearning(ppo.learner_setup, ours_config(seed), seed)
+    assert learning.budget.num_updates == NUM_UPDATES and learning.budget.total_timesteps == TOTAL_TIMESTEPS
+    return learning
 
 
 def random_ceiling(seed: int) -> Dict[str, float]:
@@ -150,7 +156,7 @@ def random_through_our_env_stack(seed: int) -> Dict[str, float]:
             "final_return": TOTAL_TIMESTEPS / max(rate["episodes"], 1)}
 
 
-def rejax_ppo(seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:
+def rejax_ppo(seed: int) -> Optional["RejaxLearning"]:
     """rejax's PPO on the same config, or None where rejax is not installed.
 
     Differences rejax does not let us remove: its `max_grad_norm` clips each gradient element
@@ -161,24 +167,32 @@ def rejax_ppo(seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:
         import rejax  # noqa: F401
     except ImportError:
         return None
-
-    compile_seconds, seconds, final_return = time_rejax(_rejax_algorithm(), seed, eval_episodes)
-    return {"compile_s": compile_seconds, "steps_per_s": TOTAL_TIMESTEPS / seconds, "final_return": final_return}
+    return RejaxLearning(_rejax_algorithm(), seed, TOTAL_TIMESTEPS)
 
 
-def time_rejax(algo, seed: int, eval_episodes: int) -> Tuple[float, float, float]:
-    """A rejax algorithm (its in-loop evaluation already a no-op) compiled, then trained once from `seed`: the
-    compile seconds, the learning seconds, and the final policy's mean return over `eval_episodes` episodes."""
-    from rejax.evaluate import evaluate
+class RejaxLearning:
+    """A rejax algorithm (its in-loop evaluation already a no-op) compiled once; `learn_budget()` trains it from
+    `seed` (rejax's `train` is one program for the whole budget) and returns the seconds, as `OurLearning` does."""
 
-    key = jax.random.PRNGKey(seed)
-    start = time.perf_counter()
-    train = jax.jit(algo.train).lower(key).compile()
-    compile_seconds = time.perf_counter() - start
-    (train_state, _), seconds = timed(train, key)
-    _, returns = evaluate(algo.make_act(train_state), jax.random.PRNGKey(seed + 1), algo.env, algo.env_params,
-                          eval_episodes, algo.env_params.max_steps_in_episode)
-    return compile_seconds, seconds, float(np.mean(returns))
+    def __init__(self, algo, seed: int, total_timesteps: int):
+        self._algo, self._seed, self.learning_steps = algo, seed, total_timesteps
+        self._key = jax.random.PRNGKey(seed)
+        start = time.perf_counter()
+        self._train = jax.jit(algo.train).lower(self._key).compile()
+        self.compile_seconds = time.perf_counter() - start
+        self._train_state = None
+
+    def learn_budget(self) -> float:
+        (self._train_state, _), seconds = timed(self._train, self._key)
+        return seconds
+
+    def final_return(self, eval_episodes: int) -> float:
+        from rejax.evaluate import evaluate
+
+        _, returns = evaluate(self._algo.make_act(self._train_state), jax.random.PRNGKey(self._seed + 1),
+                              self._algo.env, self._algo.env_params, eval_episodes,
+                              self._algo.env_params.max_steps_in_episode)
+        return float(np.mean(returns))
 
 
 def _rejax_algorithm():
@@ -251,30 +265,35 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--eval-episodes", type=int, default=128)
     parser.add_argument("--skip-rejax", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="whole-budget runs per contender, taken in turn; throughput is their median")
     parser.add_argument("--return-seeds", type=int, default=8,
                         help="final returns of a population of seeds --seed .. --seed + N - 1 (0: skip)")
     parser.add_argument("--cpu-threads", type=int, default=None,
-                        help="XLA's CPU thread pool for every contender, as arch.cpu_threads sizes it (default: every "
-                             "core); both share this process's pool, so the comparison stays even")
+                        help="XLA's CPU thread pool for every contender, as arch.cpu_threads sizes it (default: what "
+                             "null picks for this config, as `python -m experiments.ppo` would: one thread for 4 envs "
+                             "on a CPU); both share this process's pool, so the comparison stays even")
     args = parser.parse_args()
-    start_backend_with_cpu_threads(args.cpu_threads)
+    pool = start_backend_as_run_would(ours_config(args.seed).arch, args.cpu_threads)
 
     print(f"PPO CartPole-v1, PureJaxRL config: {TOTAL_TIMESTEPS:,} steps = {NUM_UPDATES} updates × "
           f"{ROLLOUT_LENGTH} steps × {NUM_ENVS} envs | jax {jax.__version__} on {jax.devices()[0].platform} "
-          f"({jax.device_count()} device, {args.cpu_threads or 'every core for'} XLA CPU threads)")
+          f"({jax.device_count()} device, XLA CPU pool: {pool})")
     results = {"random policy (ceiling)": random_ceiling(args.seed),
-               "random, our env stack": random_through_our_env_stack(args.seed),
-               "ours": ours(args.seed, args.eval_episodes)}
-    rejax_result = None if args.skip_rejax else rejax_ppo(args.seed, args.eval_episodes)
-    if rejax_result is not None:
-        results["rejax"] = rejax_result
+               "random, our env stack": random_through_our_env_stack(args.seed)}
+    learners = {"ours": ours(args.seed)}
+    rejax_learning = None if args.skip_rejax else rejax_ppo(args.seed)
+    if rejax_learning is not None:
+        learners["rejax"] = rejax_learning
     elif not args.skip_rejax:
         print("rejax is not installed: `pip install rejax` to compare with it")
+    results.update(compare_learning(learners, args.rounds, args.eval_episodes))
 
     print(f"{'':<24}{'compile s':>10}{'steps/s':>12}{'final return':>14}")
     for name, row in results.items():
         print(f"{name:<24}{row['compile_s']:>10.1f}{row['steps_per_s']:>12,.0f}{row['final_return']:>14.1f}")
-    print(f"(ours: learner_setup {results['ours']['setup_s']:.1f}s before compiling; a random policy's 'return' is its "
+    print(f"(steps/s of learning: the median of {args.rounds} whole-budget runs per contender, taken in turn; "
+          f"ours: learner_setup {results['ours']['setup_s']:.1f}s before compiling; a random policy's 'return' is its "
           f"mean episode length; final returns over {args.eval_episodes} episodes)")
     ours_speed = results["ours"]["steps_per_s"]
     ceiling = results["random policy (ceiling)"]["steps_per_s"]

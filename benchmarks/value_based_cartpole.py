@@ -1,6 +1,7 @@
 """DQN and PQN on CartPole-v1: ours against rejax's DQN and PQN on the same configurations.
 
     python benchmarks/value_based_cartpole.py [--seed 42] [--eval-episodes 128] [--skip-rejax] [--only dqn|pqn]
+                                              [--rounds 3] [--cpu-threads N]
 
 DQN: our config/dqn.yaml defaults, 500,000 steps (800 warm-up steps, then 195 updates per evaluation ×
 10 evaluations × 16 steps × 16 envs, 64 gradient steps of 64 transitions per update). PQN: 16 envs ×
@@ -8,19 +9,21 @@ DQN: our config/dqn.yaml defaults, 500,000 steps (800 warm-up steps, then 195 up
 500,000 is not a whole number of 2,048-step updates), the rest from config/pqn.yaml.
 
 For each contender it prints the compile seconds, the steady learning throughput (env steps per second of
-learning alone: no compilation, no evaluation) and the final policy's mean return over `--eval-episodes`
+learning alone: no compilation, no evaluation; the median of `--rounds` whole-budget runs, ours and rejax's taken
+in turn) and the final policy's mean return over `--eval-episodes`
 episodes, then ours / rejax ratios. Figures depend on the machine and its load: compare ratios taken in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Callable, Dict, Optional
 
 import jax
 
-from loop_timing import time_learning  # same directory, as below
-from ppo_cartpole import _GymnaxFiveTupleStep, time_rejax  # the gymnax-1.0 shim rejax 0.1.3 needs
+from loop_timing import OurLearning, compare_learning, start_backend_as_run_would  # same directory, as below
+from ppo_cartpole import RejaxLearning, _GymnaxFiveTupleStep  # the gymnax-1.0 shim rejax 0.1.3 needs
 
 NUM_ENVS = 16
 NUM_EVALUATION = 10
@@ -49,15 +52,14 @@ def compose(config_name: str, overrides):
         return hydra_compose(config_name=config_name, overrides=list(overrides))
 
 
-def ours(config_name: str, learner_setup: Callable, overrides, seed: int, eval_episodes: int) -> Dict[str, float]:
+def ours(config_name: str, learner_setup: Callable, overrides, seed: int) -> OurLearning:
     """A real stoix_like system: config composed as `python -m experiments.<name>` would, learner compiled apart."""
-    return time_learning(learner_setup, compose(config_name, list(overrides) + [f"arch.seed={seed}"]), seed,
-                         eval_episodes)
+    return OurLearning(learner_setup, compose(config_name, list(overrides) + [f"arch.seed={seed}"]), seed)
 
 
-def rejax_run(algo_cls_name: str, config: Dict, seed: int, eval_episodes: int) -> Optional[Dict[str, float]]:
-    """rejax's algorithm on `config`, or None where rejax is not installed. Learning alone is timed: its
-    in-loop evaluation is replaced by a no-op, and the final policy is evaluated afterwards."""
+def rejax_learning(algo_cls_name: str, config: Dict, seed: int) -> Optional[RejaxLearning]:
+    """rejax's algorithm on `config`, compiled, or None where rejax is not installed. Learning alone is timed:
+    its in-loop evaluation is replaced by a no-op, and the final policy is evaluated afterwards."""
     try:
         import gymnax
         import jax.numpy as jnp
@@ -69,9 +71,7 @@ def rejax_run(algo_cls_name: str, config: Dict, seed: int, eval_episodes: int) -
     algo = getattr(rejax, algo_cls_name).create(env=_GymnaxFiveTupleStep(env), env_params=env_params,
                                                 skip_initial_evaluation=True, **config)
     algo = algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
-    compile_seconds, seconds, final_return = time_rejax(algo, seed, eval_episodes)
-    return {"compile_s": compile_seconds, "steps_per_s": config["total_timesteps"] / seconds,
-            "final_return": final_return, "steps": config["total_timesteps"]}
+    return RejaxLearning(algo, seed, config["total_timesteps"])
 
 
 def rejax_dqn_config(system, network) -> Dict:
@@ -121,9 +121,16 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=128)
     parser.add_argument("--skip-rejax", action="store_true")
     parser.add_argument("--only", choices=["dqn", "pqn"])
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="whole-budget runs per contender, taken in turn; throughput is their median")
+    parser.add_argument("--cpu-threads", type=int, default=None,
+                        help="XLA's CPU thread pool for every contender (default: what arch.cpu_threads=null picks "
+                             "for these 16-env configs: one thread on a CPU); all share this process's pool")
     args = parser.parse_args()
+    # DQN's and PQN's configs both step 16 envs, so null picks the same pool for either
+    pool = start_backend_as_run_would(compose("dqn", DQN_OVERRIDES).arch, args.cpu_threads)
     print(f"CartPole-v1, {NUM_ENVS} envs | jax {jax.__version__} on {jax.devices()[0].platform} "
-          f"({jax.device_count()} device)")
+          f"({jax.device_count()} device, XLA CPU pool: {pool})")
 
     from stoix_like.systems.q_learning import dqn
     try:
@@ -142,22 +149,23 @@ def main() -> None:
 
     rows = {}
     for label, (config_name, learner_setup, overrides, rejax_name, rejax_config) in contenders.items():
-        rows[f"{label} ours"] = ours(config_name, learner_setup, overrides, args.seed, args.eval_episodes)
-        if args.skip_rejax:
-            continue
-        config = compose(config_name, overrides)
-        result = rejax_run(rejax_name, rejax_config(config.system, config.network), args.seed, args.eval_episodes)
-        if result is None:
-            print("rejax is not installed: `pip install rejax` to compare with it")
-        else:
-            rows[f"{label} rejax"] = result
+        learners = {f"{label} ours": ours(config_name, learner_setup, overrides, args.seed)}
+        if not args.skip_rejax:
+            config = compose(config_name, overrides)
+            peer = rejax_learning(rejax_name, rejax_config(config.system, config.network), args.seed)
+            if peer is None:
+                print("rejax is not installed: `pip install rejax` to compare with it")
+            else:
+                learners[f"{label} rejax"] = peer
+        rows.update(compare_learning(learners, args.rounds, args.eval_episodes))
 
     print(f"{'':<12}{'steps':>10}{'setup s':>9}{'compile s':>11}{'steps/s':>12}{'final return':>14}")
     for name, figures in rows.items():
-        setup = f"{figures['setup_s']:>9.1f}" if "setup_s" in figures else f"{'-':>9}"
+        setup = f"{'-':>9}" if math.isnan(figures["setup_s"]) else f"{figures['setup_s']:>9.1f}"
         print(f"{name:<12}{figures['steps']:>10,}{setup}{figures['compile_s']:>11.1f}{figures['steps_per_s']:>12,.0f}"
               f"{figures['final_return']:>14.1f}")
-    print(f"(setup: learner_setup before compiling, replay warm-up included; final returns over "
+    print(f"(steps/s: the median of {args.rounds} whole-budget runs per contender, taken in turn; "
+          f"setup: learner_setup before compiling, replay warm-up included; final returns over "
           f"{args.eval_episodes} episodes of the final params)")
     for label in contenders:
         if f"{label} rejax" in rows:
