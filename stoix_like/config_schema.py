@@ -34,7 +34,7 @@ from stoix_like import schemas
 from stoix_like.config_spec import (  # noqa: F401 (the enumerations are read from here too)
     ACTIVATIONS, BRAX_BACKENDS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, MUNCHAUSEN_KEYS,
     NEPTUNE_MODES, OBSERVATION_LAYOUTS, PLAYGROUND_IMPLS, POSITIVE_INT, RECURRENT_CELLS, SAVED_PARAMS,
-    SEARCH_POLICIES, TD_TARGETS, Spec, _is_whole_float, choice, flag, int_list, integer, real)
+    SEARCH_POLICIES, SEED_LOOPS, TD_TARGETS, Spec, _is_whole_float, choice, flag, int_list, integer, real)
 from stoix_like.errors import ConfigError
 
 SPECS: Dict[str, Spec] = {

@@ -131,6 +131,7 @@ EVAL_METRICS = ("episode_return", "episode_length")  # what the evaluator measur
 NEPTUNE_MODES = ("async", "sync", "offline", "debug", "read-only")  # logging.py NEPTUNE_MODES
 WANDB_MODES = ("online", "offline", "disabled")  # wandb.init's modes
 SAVED_PARAMS = ("best", "latest")  # checkpointing.load_eval_params
+SEED_LOOPS = ("vmap", "map", "map_on_cpu")  # parallel.py SEED_LOOPS
 RECURRENT_CELLS = ("gru", "lstm")  # networks/recurrent.py CELLS
 MUNCHAUSEN_KEYS = ("entropy_temperature", "munchausen_coefficient", "munchausen_clip_value_min")
 

@@ -11,7 +11,8 @@ learned 1.3-1.45x faster than 1.
 So null chooses per run (`start_backend_for_run`): one thread for a small run on the CPU alone, every core
 otherwise. Steady PPO on the same machine, PureJaxRL's shape (128-step rollouts, 4 epochs of 4 minibatches), one
 thread against two, two rounds: 4 envs 1.09-1.12x, 16 envs 1.15-1.45x, 32 envs 1.01-1.11x, 64 envs 0.86-0.94x,
-256 envs 0.71-0.75x. The rule takes the envs one device steps over all its seeds, at most SMALL_RUN_ENVS.
+256 envs 0.71-0.75x. The rule takes the envs one device steps over all its batched seeds (arch.seed_loop vmap; seeds
+run one after another count once), at most SMALL_RUN_ENVS.
 
 The backend starts here with the process limited to its first `cpu_threads` cores, then the limit is lifted for every
 thread but the pool's: the Python thread, the backend's other threads (the compiler's) and what they start later may
@@ -28,7 +29,7 @@ from typing import Any, Mapping, Optional
 
 from stoix_like.errors import ConfigError
 
-# a run on the CPU alone whose device steps at most this many envs, over all its seeds, gets a pool of one thread
+# a run on the CPU alone whose device steps at most this many envs, over its batched seeds, gets a pool of one thread
 # when arch.cpu_threads is null (measured in the module's docstring: 16 gained, 32 broke even, 64 lost)
 SMALL_RUN_ENVS = 16
 
@@ -57,9 +58,12 @@ def start_backend_for_run(arch: Mapping[str, Any]) -> None:
 
 
 def is_small_cpu_run(arch: Mapping[str, Any]) -> bool:
-    """Whether one pool thread is the faster choice: at most SMALL_RUN_ENVS envs (over the seeds) on the one CPU
+    """Whether one pool thread is the faster choice: at most SMALL_RUN_ENVS envs (over batched seeds) on the one CPU
     device of the one process, and no accelerator that jax could pick instead."""
-    envs = int(arch.get("total_num_envs", SMALL_RUN_ENVS + 1)) * int(arch.get("num_seeds", 1))
+    # batched seeds make every op num_seeds times bigger; seeds run one after another (arch.seed_loop map, or
+    # map_on_cpu, which maps here: the rule applies on the CPU alone) keep one seed's ops
+    batched_seeds = int(arch.get("num_seeds", 1)) if arch.get("seed_loop", "vmap") == "vmap" else 1
+    envs = int(arch.get("total_num_envs", SMALL_RUN_ENVS + 1)) * batched_seeds
     one_process = arch.get("num_processes") in (None, 1) and not arch.get("coordinator_address") \
         and not arch.get("multihost")
     return envs <= SMALL_RUN_ENVS and one_process and _one_cpu_device() and not _accelerator_possible()

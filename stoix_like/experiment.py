@@ -173,7 +173,7 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     learner_state, progress = resume(checkpoints, prepared, budget, logger, fresh_eval_params)
     evaluator = make_evaluator(eval_env, prepared.system.eval_policy, int(config.arch.num_eval_episodes))
     learn, compile_seconds = compile_programs(prepared.system, prepared.fresh_state, len(seeds), evaluator,
-                                              fresh_eval_params)
+                                              fresh_eval_params, str(config.arch.get("seed_loop", "vmap")))
     loop = Loop(call_budget, seeds, prepared.system, logger, as_stage(evaluator))
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
     del prepared  # a resumed run need not keep the fresh state
@@ -257,7 +257,7 @@ def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: b
 
 
 def compile_programs(system: SystemSetup, example_state: Any, num_seeds: int, evaluator: Evaluator,
-                     example_eval_params: Any) -> Tuple[Callable, float]:
+                     example_eval_params: Any, seed_loop: str = "vmap") -> Tuple[Callable, float]:
     """(the distributed learner, its compile seconds), with the evaluator compiled beside it on a second thread.
     XLA compiles without holding the GIL and a compilation runs on one core, so on a machine with two or more
     the evaluator's compilation (2-3 s for PPO on CartPole) mostly hides behind the learner's."""
@@ -266,17 +266,18 @@ def compile_programs(system: SystemSetup, example_state: Any, num_seeds: int, ev
     evaluator_program = evaluator.lower(example_eval_params)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-evaluator") as pool:
         evaluator_compiled = pool.submit(evaluator.compile_lowered, evaluator_program) if evaluator_program else None
-        learner = compile_learner(system, example_state, num_seeds)
+        learner = compile_learner(system, example_state, num_seeds, seed_loop)
         if evaluator_compiled is not None:
             evaluator_compiled.result()  # re-raises what the evaluator's compilation raised
     return learner
 
 
-def compile_learner(system: SystemSetup, example_state: Any, num_seeds: int) -> Tuple[Callable, float]:
+def compile_learner(system: SystemSetup, example_state: Any, num_seeds: int, seed_loop: str = "vmap"
+                    ) -> Tuple[Callable, float]:
     """(the distributed learner, compile seconds). Compiled for the fresh state's types, so that a resumed run
-    runs the very program an uninterrupted one does."""
+    runs the very program an uninterrupted one does. `seed_loop`: arch.seed_loop (parallel.seeds_in_sequence)."""
     start = time.perf_counter()
-    learn = parallel.compile_learner(system.learner_fn, example_state, num_seeds)
+    learn = parallel.compile_learner(system.learner_fn, example_state, num_seeds, seed_loop)
     return learn, time.perf_counter() - start
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Type
 
 from stoix_like.config_spec import (DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, NEPTUNE_MODES, OBSERVATION_LAYOUTS,
-                                    POSITIVE_INT, SAVED_PARAMS, SEARCH_POLICIES, TD_TARGETS, WANDB_MODES, Spec, choice,
-                                    flag, int_list, integer, real)
+                                    POSITIVE_INT, SAVED_PARAMS, SEARCH_POLICIES, SEED_LOOPS, TD_TARGETS, WANDB_MODES,
+                                    Spec, choice, flag, int_list, integer, real)
 
 REQUIRED = "???"  # OmegaConf's MISSING: the value comes from the YAML
 
@@ -88,6 +88,9 @@ class ArchSchema(CommonArchSchema):
     update_batch_size: int = key(integer(POSITIVE_INT, "learner copies per device whose gradients are averaged"))
     rollout_unroll: int = key(integer(POSITIVE_INT, "env steps per iteration of the compiled acting loop (lax.scan's "
                                       "unroll); the same results, another speed: 1 on CPU, about 5 on a GPU"))
+    seed_loop: str = key(choice(SEED_LOOPS, "how one program runs arch.num_seeds seeds: vmap batches them (a "
+                                "learner of small ops gains), map runs them one after another, map_on_cpu maps on "
+                                "the CPU and batches on a GPU or TPU (a learner of big matrix products: SAC)"))
 
 
 @dataclass

@@ -110,6 +110,9 @@ def test_enumerations_are_the_code_s_own_choices():
     from stoix_like.systems.search import mcts
 
     assert set(config_schema.SEARCH_POLICIES) == set(mcts.SEARCH_POLICIES)
+    from stoix_like import parallel
+
+    assert set(config_schema.SEED_LOOPS) == set(parallel.SEED_LOOPS)
 
 
 # ------------------------------------------------------------------------------------------ what a spec accepts

@@ -106,6 +106,8 @@ def test_null_gives_a_small_cpu_run_one_thread_and_a_large_one_every_core():
 @pytest.mark.parametrize("arch, env, small", [
     ({"total_num_envs": 16}, {}, True),
     ({"total_num_envs": 16, "num_seeds": 2}, {}, False),
+    ({"total_num_envs": 16, "num_seeds": 8, "seed_loop": "map"}, {}, True),  # seeds in sequence: one seed's ops
+    ({"total_num_envs": 16, "num_seeds": 8, "seed_loop": "map_on_cpu"}, {}, True),
     ({"total_num_envs": 4, "num_processes": 2, "coordinator_address": "127.0.0.1:1234"}, {}, False),
     ({"total_num_envs": 4}, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}, False),
     ({"total_num_envs": 4}, {"JAX_PLATFORMS": "cuda,cpu"}, False),

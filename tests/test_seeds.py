@@ -1,4 +1,5 @@
-"""`arch.num_seeds=N`: N independent seeds in one compiled program; seed k is the run `arch.seed + k`.
+"""`arch.num_seeds=N`: N independent seeds in one compiled program; seed k is the run `arch.seed + k`, whether the
+program batches its seeds or runs them in sequence (`arch.seed_loop`).
 
 Both runs are tiny PPO runs in their own interpreters (the learner of tests/test_checkpointing.py, shared
 through the session's compilation cache), compared through the learner states they checkpoint.
@@ -10,9 +11,14 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+import pytest
 from conftest import run_python
+
+from stoix_like import parallel
+from stoix_like.errors import ConfigError
 
 SMALL_NETWORK = ["network.actor_network.pre_torso.layer_sizes=[16]",
                  "network.critic_network.pre_torso.layer_sizes=[16]"]
@@ -60,3 +66,31 @@ def test_seed_k_of_a_multi_seed_run_is_the_single_run_with_that_seed(tmp_path, c
         assert multi.stdout.count(f"[eval seed {seed}] step") == NUM_EVALUATION
         assert multi.stdout.count(f"[train seed {seed}] step") == NUM_EVALUATION
     assert "for each of 2 seeds 42..43 in one program" in multi.stdout
+
+
+def _toy_learner(state):
+    """A learner step per seed: its own update (a matrix product, so batching changes the kernels) and outputs."""
+    weights, count = state
+    weights = jnp.tanh(weights @ weights.T) + 0.1
+    return (weights, count + 1), {"norm": jnp.linalg.norm(weights)}
+
+
+def test_seeds_in_sequence_learn_what_batched_seeds_learn():
+    seeds = 3
+    state = (jax.random.normal(jax.random.PRNGKey(0), (1, seeds, 4, 4)), jnp.zeros((1, seeds), jnp.int32))
+    results = {}
+    for seed_loop in parallel.SEED_LOOPS:
+        learn = parallel.distribute(_toy_learner, seeds, seed_loop)
+        results[seed_loop] = learn(state)
+        # the sequence is a loop over the seeds in the program; batching leaves none
+        has_loop = "while" in learn.lower(state).as_text()
+        assert has_loop == (seed_loop != "vmap"), seed_loop  # map_on_cpu: this is the CPU
+    for seed_loop in ("map", "map_on_cpu"):
+        for batched, in_sequence in zip(jax.tree_util.tree_leaves(results["vmap"]),
+                                        jax.tree_util.tree_leaves(results[seed_loop])):
+            np.testing.assert_allclose(in_sequence, batched, rtol=1e-6)
+
+
+def test_an_unknown_seed_loop_is_refused():
+    with pytest.raises(ConfigError, match=r"arch.seed_loop='pmap' must be one of vmap, map, map_on_cpu"):
+        parallel.seeds_in_sequence("pmap")
