@@ -308,7 +308,7 @@ def seeds_in_sequence(seed_loop: str) -> bool:
     """Whether an N-seed program runs its seeds one after another (`lax.map`) rather than batched (`vmap`).
 
     Batching amortises per-op overhead, which is what a learner of small ops pays for (PPO on 32 CartPoles: 8 seeds
-    cost 5.6x one seed's learning time batched, 6.3x in sequence). A learner of big matrix products has nothing
+    cost 5.6-6.1x one seed's learning time batched, 6.3-8.0x in sequence). A learner of big matrix products has nothing
     to amortise, and on the CPU its batched products run slower than one seed's (SAC on Pendulum, 256-sample
     minibatches through 128-wide MLPs: 8 seeds cost 8.1-9.8x one seed batched, 7.9-8.2x in sequence), hence
     map_on_cpu; on a GPU batching is what fills the device."""
