@@ -14,48 +14,22 @@ and its learn call timed against the one-seed call: N seeds should cost at most 
 from __future__ import annotations
 
 import argparse
-import statistics
-from typing import Callable, Dict, List
 
 import jax
 
-from stoix_like import envs as envs_lib
+from loop_timing import OurLearning, interleaved_median_seconds  # same directory, as below
 from stoix_like import experiment
 from stoix_like.systems.q_learning import distributional_dqn, dqn
-from value_based_cartpole import compose  # same directory
+from value_based_cartpole import compose
 
 CONTENDERS = {"DQN": ("dqn", dqn.learner_setup), "C51": ("c51", distributional_dqn.learner_setup),
               "QR-DQN": ("qr_dqn", distributional_dqn.learner_setup)}
 
 
-class Contender:
-    """One system set up and compiled for `seeds`, stepping through its budget one learn call at a time."""
-
-    def __init__(self, config_name: str, learner_setup: Callable, total_timesteps: int, seeds: List[int]):
-        config = compose(config_name, [f"arch.total_timesteps={total_timesteps}", f"arch.seed={seeds[0]}"])
-        budget = experiment.make_budget(config)
-        train_env, _ = envs_lib.make(config.env)
-        prepared = experiment.set_up(learner_setup, train_env, config, budget, seeds)
-        self.learn, self.compile_seconds = experiment.compile_learner(prepared.system, prepared.fresh_state,
-                                                                      num_seeds=len(seeds))
-        self.learner_state = prepared.fresh_state
-        self.steps_per_call = budget.steps_per_evaluation * len(seeds)  # over all seeds
-        self.seconds: List[float] = []
-
-    def learn_once(self) -> None:
-        learned = experiment.learn_once(self.learn, self.learner_state)
-        self.learner_state = learned.learner_state
-        self.seconds.append(learned.seconds)
-
-    @property
-    def median_seconds(self) -> float:
-        return statistics.median(self.seconds)
-
-
-def interleave(contenders: Dict[str, Contender], rounds: int) -> None:
-    for _ in range(rounds):
-        for contender in contenders.values():
-            contender.learn_once()
+def contender(label: str, total_timesteps: int, seed: int, num_seeds: int = 1) -> OurLearning:
+    config_name, learner_setup = CONTENDERS[label]
+    config = compose(config_name, [f"arch.total_timesteps={total_timesteps}", f"arch.seed={seed}"])
+    return OurLearning(learner_setup, config, seed, num_seeds=num_seeds)
 
 
 def main() -> None:
@@ -67,26 +41,21 @@ def main() -> None:
     args = parser.parse_args()
     print(f"CartPole-v1 | jax {jax.__version__} on {jax.devices()[0].platform} | {args.total_timesteps:,} steps")
 
-    contenders = {label: Contender(name, setup, args.total_timesteps, [args.seed])
-                  for label, (name, setup) in CONTENDERS.items()}
+    contenders = {label: contender(label, args.total_timesteps, args.seed) for label in CONTENDERS}
     if args.num_seeds > 1:
-        name, setup = CONTENDERS["C51"]
-        contenders[f"C51 ×{args.num_seeds}"] = Contender(name, setup, args.total_timesteps,
-                                                          list(range(args.seed, args.seed + args.num_seeds)))
+        contenders[f"C51 ×{args.num_seeds}"] = contender("C51", args.total_timesteps, args.seed, args.num_seeds)
     rounds = min(args.rounds, experiment.make_budget(
         compose("dqn", [f"arch.total_timesteps={args.total_timesteps}"])).num_evaluation)
-    interleave(contenders, rounds)
+    median_seconds = interleaved_median_seconds(contenders, rounds, run=OurLearning.learn_call)
+    rates = {label: learning.steps_per_call / median_seconds[label] for label, learning in contenders.items()}
 
-    dqn_rate = contenders["DQN"].steps_per_call / contenders["DQN"].median_seconds
     print(f"{'':<10}{'compile s':>10}{'steps/s':>12}{'÷ DQN':>8}   (median of {rounds} interleaved learn calls)")
-    for label, contender in contenders.items():
-        rate = contender.steps_per_call / contender.median_seconds
-        print(f"{label:<10}{contender.compile_seconds:>10.1f}{rate:>12,.0f}{rate / dqn_rate:>8.2f}")
+    for label, learning in contenders.items():
+        print(f"{label:<10}{learning.compile_seconds:>10.1f}{rates[label]:>12,.0f}{rates[label] / rates['DQN']:>8.2f}")
     for label in ("C51", "QR-DQN"):
-        rate = contenders[label].steps_per_call / contenders[label].median_seconds
-        print(f"{label} is {dqn_rate / rate:.2f}× slower than DQN")
+        print(f"{label} is {rates['DQN'] / rates[label]:.2f}× slower than DQN")
     if args.num_seeds > 1:
-        ratio = contenders[f"C51 ×{args.num_seeds}"].median_seconds / contenders["C51"].median_seconds
+        ratio = median_seconds[f"C51 ×{args.num_seeds}"] / median_seconds["C51"]
         print(f"C51: {args.num_seeds} vmapped seeds take {ratio:.2f}× one seed's learning time "
               f"({ratio / args.num_seeds:.2f}× per seed)")
 

@@ -6,6 +6,7 @@
     python benchmarks/learning_table.py --algorithms mpo@gymnax/pendulum   # one task of an algorithm
     python benchmarks/learning_table.py --algorithms ppo dqn --first-seed 1000   # a shifted population
     python benchmarks/learning_table.py --algorithms ppo -o system.actor_lr=1e-3  # try an override
+    python benchmarks/learning_table.py --from-logs           # README's rows redrawn from the kept logs, no training
 
 One row per algorithm and task (an algorithm with targets on several tasks has a row for each): the task, env
 steps per seed, the IQM of the seeds' absolute returns with a 95% bootstrap interval, the seeds that solved the
@@ -128,7 +129,13 @@ def main() -> int:
                         help="rewrite README.md's learning table and docs/results/ from logs kept in docs/results/runs")
     parser.add_argument("--results", help="where the populations' logs go (default: docs/results/runs with "
                                           "--update-readme, else a temporary folder)")
+    parser.add_argument("--from-logs", action="store_true",
+                        help="train nothing: rebuild docs/results/ and README.md's rows from docs/results/runs "
+                             "(after a change to the report's statistics)")
     args = parser.parse_args()
+    if args.from_logs and (args.update_readme or args.override or args.first_seed != 0 or args.num_seeds != 8
+                           or args.results or args.algorithms != list(TARGETS)):
+        parser.error("--from-logs trains nothing and rewrites every row from docs/results/runs: give it alone")
     if args.update_readme and (args.override or args.first_seed != 0 or args.num_seeds != 8 or args.results):
         parser.error("--update-readme reports the shipped defaults on seeds 0..7 into docs/results: drop --override, "
                      "--first-seed, --num-seeds and --results")
@@ -137,8 +144,14 @@ def main() -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if args.update_readme:
+    if args.update_readme or args.from_logs:
         readme_rows()  # a README without the table block is refused before hours of training
+    if args.from_logs:
+        rows = learning_table_report(RUNS, RESULTS, "python benchmarks/learning_table.py --from-logs")
+        update_readme(markdown_table({**readme_rows(), **rows}, README_FOOTER))
+        print("README.md: learning table rows rebuilt from docs/results/runs: "
+              + ", ".join(f"{a} on {e}" for a, e in rows))
+        return 0
     selected = selected_targets(args.algorithms)
     command = "python benchmarks/learning_table.py" + (
         f" --first-seed {args.first_seed}" if args.first_seed else "") + (

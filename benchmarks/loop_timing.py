@@ -37,56 +37,70 @@ def start_backend_as_run_would(arch: Any, cpu_threads: Optional[int]) -> str:
 
 
 class OurLearning:
-    """One seed of one of our systems, set up and compiled once; `learn_budget()` runs its whole budget from the
-    fresh state (so it can run again, interleaved with a peer's run) and returns the seconds of learning it timed.
+    """One of our systems, set up and compiled once for seeds `seed` .. `seed + num_seeds - 1` (in one program, as
+    `arch.num_seeds` runs them, under the config's `arch.seed_loop`). `learn_budget()` runs its whole budget from
+    the fresh state (so it can run again, interleaved with a peer's run) and returns the seconds of learning it
+    timed; `learn_call()` runs one learn call (one evaluation's worth of updates) on from where the last left off.
 
-    The first `untimed_calls` learn calls of a budget run but count in neither the time nor the steps: a GPU's
-    first run of a program also builds its command buffers (CUDA graphs), which is no part of steady learning."""
+    `learning_steps` are the env steps a timed `learn_budget()` covers, over all seeds; `steps_per_call` those of
+    one learn call. The replay warm-up of an off-policy system is in setup, untimed. The first `untimed_calls`
+    learn calls of a budget run but count in neither the time nor the steps: a GPU's first run of a program also
+    builds its command buffers (CUDA graphs), which is no part of steady learning."""
 
-    def __init__(self, learner_setup: Callable, config: Any, seed: int, untimed_calls: int = 0):
+    def __init__(self, learner_setup: Callable, config: Any, seed: int, untimed_calls: int = 0, num_seeds: int = 1):
         self.budget = experiment.make_budget(config)
         train_env, self._eval_env = envs_lib.make(config.env)
         start = time.perf_counter()
-        self._prepared = experiment.set_up(learner_setup, train_env, config, self.budget, [seed])  # warm-up in
+        seeds = list(range(seed, seed + num_seeds))
+        self._prepared = experiment.set_up(learner_setup, train_env, config, self.budget, seeds)  # warm-up in
         jax.block_until_ready(self._prepared.fresh_state)
         self.setup_seconds = time.perf_counter() - start
-        self._learn, self.compile_seconds = experiment.compile_learner(self._prepared.system,
-                                                                       self._prepared.fresh_state, num_seeds=1)
-        self._untimed_calls = untimed_calls
-        self.learning_steps = (self.budget.total_timesteps - self.budget.warmup_steps) \
-            * (self.budget.num_evaluation - untimed_calls) // self.budget.num_evaluation
-        self._learner_state = self._prepared.fresh_state
+        self._learn, self.compile_seconds = experiment.compile_learner(
+            self._prepared.system, self._prepared.fresh_state, num_seeds, str(config.arch.get("seed_loop", "vmap")))
+        self._num_seeds, self._untimed_calls = num_seeds, untimed_calls
+        self.steps_per_call = self.budget.steps_per_evaluation * num_seeds
+        self.learning_steps = self.steps_per_call * (self.budget.num_evaluation - untimed_calls)
+        self._learner_state, self._calls_done = self._prepared.fresh_state, 0
+
+    def learn_call(self) -> float:
+        """One learn call on from the last (from the fresh state once the budget is spent): its seconds."""
+        if self._calls_done == self.budget.num_evaluation:
+            self._learner_state, self._calls_done = self._prepared.fresh_state, 0
+        learned = experiment.learn_once(self._learn, self._learner_state)
+        self._learner_state, self._calls_done = learned.learner_state, self._calls_done + 1
+        return learned.seconds
 
     def learn_budget(self) -> float:
-        learner_state, seconds = self._prepared.fresh_state, 0.0
-        for call in range(self.budget.num_evaluation):
-            learned = experiment.learn_once(self._learn, learner_state)
-            learner_state = learned.learner_state
-            seconds += learned.seconds if call >= self._untimed_calls else 0.0
-        self._learner_state = learner_state
-        return seconds
+        self._learner_state, self._calls_done = self._prepared.fresh_state, 0
+        seconds = [self.learn_call() for _ in range(self.budget.num_evaluation)]
+        return sum(seconds[self._untimed_calls:])
 
     def final_return(self, eval_episodes: int) -> float:
-        """The last budget's final params: their mean return over `eval_episodes` episodes."""
+        """The last learn call's params of the first seed: their mean return over `eval_episodes` episodes."""
         evaluate = experiment.make_evaluate(self._eval_env, self._prepared.system.eval_policy, eval_episodes)
-        eval_params = experiment.eval_params_of(self._prepared.system, self._learner_state, 0, num_seeds=1)
+        eval_params = experiment.eval_params_of(self._prepared.system, self._learner_state, 0,
+                                                num_seeds=self._num_seeds)
         return float(np.mean(evaluate(eval_params, self._prepared.eval_keys[0])["episode_return"]))
 
 
-def interleaved_median_seconds(contenders: Mapping[str, Any], rounds: int) -> Dict[str, float]:
-    """Each contender's `learn_budget()` run `rounds` times, in turn: the median seconds of each. The machine is
-    shared and its speed drifts; taking turns spreads the drift over everyone, and the median drops the outliers."""
+def interleaved_median_seconds(contenders: Mapping[str, Any], rounds: int,
+                               run: Callable[[Any], float] = lambda contender: contender.learn_budget()
+                               ) -> Dict[str, float]:
+    """`run(contender)` (by default its whole budget) for each contender, `rounds` times, in turn: the median seconds
+    of each. The machine is shared and its speed drifts; taking turns spreads the drift over everyone, and the
+    median drops the outliers."""
     seconds: Dict[str, list] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, contender in contenders.items():
-            seconds[name].append(contender.learn_budget())
+            seconds[name].append(run(contender))
     return {name: statistics.median(times) for name, times in seconds.items()}
 
 
 def compare_learning(contenders: Mapping[str, Any], rounds: int, eval_episodes: int) -> Dict[str, Dict[str, float]]:
     """Contenders (each with `learn_budget()`, `final_return(episodes)`, `compile_seconds`, `learning_steps` and,
     for ours, `setup_seconds`) run interleaved `rounds` times: per contender its setup and compile seconds, its
-    median throughput, its last run's final return over `eval_episodes` episodes (NaN for 0) and its steps."""
+    median throughput, its last run's final return over `eval_episodes` episodes (NaN for 0) and the steps one
+    timed run covers."""
     median_seconds = interleaved_median_seconds(contenders, rounds)
     return {name: {"setup_s": getattr(contender, "setup_seconds", float("nan")),
                    "compile_s": contender.compile_seconds,
@@ -94,19 +108,6 @@ def compare_learning(contenders: Mapping[str, Any], rounds: int, eval_episodes: 
                    "final_return": contender.final_return(eval_episodes) if eval_episodes else float("nan"),
                    "steps": contender.learning_steps}
             for name, contender in contenders.items()}
-
-
-def time_learning(learner_setup: Callable, config: Any, seed: int, eval_episodes: int,
-                  untimed_calls: int = 0) -> Dict[str, float]:
-    """One seed's whole budget, run once: setup and compile seconds, learning throughput (learn calls only,
-    warm-up excluded), the final params' mean return over `eval_episodes` episodes (NaN for 0: not evaluated)
-    and the budget's steps."""
-    learning = OurLearning(learner_setup, config, seed, untimed_calls)
-    seconds = learning.learn_budget()
-    return {"setup_s": learning.setup_seconds, "compile_s": learning.compile_seconds,
-            "steps_per_s": learning.learning_steps / seconds,
-            "final_return": learning.final_return(eval_episodes) if eval_episodes else float("nan"),
-            "steps": learning.budget.total_timesteps}
 
 
 def random_acting_rate(env_config: Mapping[str, Any], num_envs: int, num_steps: int, seed: int, runs: int = 1

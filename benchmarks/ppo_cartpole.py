@@ -15,8 +15,8 @@ taken in turn, so that the machine's drift falls on both) and the final policy's
 this config (one thread for 4 envs on a CPU: what `python -m experiments.ppo` runs on); rejax's PPO measured the
 same on one thread as on two (cpu_threads.py). The ceiling is the same 4 CartPoles stepped with random actions
 in a `lax.scan`: what acting alone costs, with no network and no learning (raw gymnax, and again through our env
-layer). rejax runs when it is installed (`pip install rejax`). Figures depend on the machine and on its load: compare ratios
-taken in one run.
+layer). rejax runs when it is installed (`pip install --no-deps rejax`). Figures depend on the machine and on its
+load: compare ratios taken in one run.
 
 One seed's final return is luck: XLA's CPU code differs between processors, and so does a seed's trajectory. With
 `--return-seeds N` (8 by default) both contenders also train seeds --seed .. --seed + N - 1 (ours in one program,
@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
-from typing import Dict, Optional
+from typing import Dict
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +36,7 @@ import numpy as np
 
 # same directory; imported before anything is timed, for what it loads (loop_timing.py says what)
 from loop_timing import OurLearning, compare_learning, random_acting_rate, start_backend_as_run_would, time_rollout
+from rejax_peer import rejax_algorithm, rejax_learning
 
 
 NUM_ENVS = 4
@@ -73,12 +73,6 @@ OURS_OVERRIDES = [
     "network.critic_network.pre_torso.layer_sizes=[64,64]",
     "network.critic_network.pre_torso.activation=tanh",
 ]
-
-
-def timed(function, *args):
-    start = time.perf_counter()
-    result = jax.block_until_ready(function(*args))
-    return result, time.perf_counter() - start
 
 
 def ours_config(seed: int):
@@ -130,23 +124,6 @@ def random_ceiling(seed: int) -> Dict[str, float]:
             "final_return": TOTAL_TIMESTEPS / max(int(episodes), 1)}
 
 
-class _GymnaxFiveTupleStep:
-    """gymnax 1.0's `step` returns (obs, state, reward, terminated, truncated, info); rejax 0.1.3 unpacks the
-    5-tuple of gymnax 0.0.x, whose `done` already folded truncation in. Everything else is the wrapped env."""
-
-    def __init__(self, env):
-        self._env = env
-
-    def __getattr__(self, name):
-        if name == "_env":  # not yet set (copy.deepcopy builds the object without __init__)
-            raise AttributeError(name)
-        return getattr(self._env, name)
-
-    def step(self, key, state, action, params=None):
-        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
-        return obs, state, reward, terminated | truncated, info
-
-
 def random_through_our_env_stack(seed: int) -> Dict[str, float]:
     """The same random rollout through stoix_like's env layer (adapter, episode metrics, auto-reset, vmap):
     the difference from the raw gymnax ceiling is what our wrappers cost."""
@@ -156,73 +133,20 @@ def random_through_our_env_stack(seed: int) -> Dict[str, float]:
             "final_return": TOTAL_TIMESTEPS / max(rate["episodes"], 1)}
 
 
-def rejax_ppo(seed: int) -> Optional["RejaxLearning"]:
-    """rejax's PPO on the same config, or None where rejax is not installed.
-
-    Differences rejax does not let us remove: its `max_grad_norm` clips each gradient element
-    (`optax.clip`), not the global norm; its time-limit ends are treated as terminations (no bootstrap).
-    The annealed rate is passed as an optax schedule over the same 976 × 16 optimiser steps.
-    """
-    try:
-        import rejax  # noqa: F401
-    except ImportError:
-        return None
-    return RejaxLearning(_rejax_algorithm(), seed, TOTAL_TIMESTEPS)
-
-
-class RejaxLearning:
-    """A rejax algorithm (its in-loop evaluation already a no-op) compiled once; `learn_budget()` trains it from
-    `seed` (rejax's `train` is one program for the whole budget) and returns the seconds, as `OurLearning` does."""
-
-    def __init__(self, algo, seed: int, total_timesteps: int):
-        self._algo, self._seed, self.learning_steps = algo, seed, total_timesteps
-        self._key = jax.random.PRNGKey(seed)
-        start = time.perf_counter()
-        self._train = jax.jit(algo.train).lower(self._key).compile()
-        self.compile_seconds = time.perf_counter() - start
-        self._train_state = None
-
-    def learn_budget(self) -> float:
-        (self._train_state, _), seconds = timed(self._train, self._key)
-        return seconds
-
-    def final_return(self, eval_episodes: int) -> float:
-        from rejax.evaluate import evaluate
-
-        _, returns = evaluate(self._algo.make_act(self._train_state), jax.random.PRNGKey(self._seed + 1),
-                              self._algo.env, self._algo.env_params, eval_episodes,
-                              self._algo.env_params.max_steps_in_episode)
-        return float(np.mean(returns))
-
-
-def _rejax_algorithm():
-    """rejax's PPO on PureJaxRL's config, its evaluation during training switched off."""
-    import gymnax
+def rejax_ppo_config() -> Dict:
+    """PureJaxRL's config in rejax's PPO terms. Differences rejax does not let us remove: its `max_grad_norm`
+    clips each gradient element (`optax.clip`), not the global norm; its time-limit ends are treated as
+    terminations (no bootstrap). The annealed rate is passed as an optax schedule over the same 976 × 16 optimiser
+    steps."""
     import optax
-    from rejax import PPO
 
-    env, env_params = gymnax.make("CartPole-v1")
-    algo = PPO.create(
-        env=_GymnaxFiveTupleStep(env),
-        env_params=env_params,
-        num_envs=NUM_ENVS,
-        num_steps=ROLLOUT_LENGTH,
-        num_epochs=EPOCHS,
-        num_minibatches=NUM_MINIBATCHES,
+    return dict(
+        num_envs=NUM_ENVS, num_steps=ROLLOUT_LENGTH, num_epochs=EPOCHS, num_minibatches=NUM_MINIBATCHES,
         learning_rate=optax.linear_schedule(LEARNING_RATE, 0.0, NUM_UPDATES * EPOCHS * NUM_MINIBATCHES),
-        max_grad_norm=0.5,
-        total_timesteps=TOTAL_TIMESTEPS,
-        eval_freq=TOTAL_TIMESTEPS // NUM_EVALUATION,
-        skip_initial_evaluation=True,
-        gamma=0.99,
-        gae_lambda=0.95,
-        clip_eps=0.2,
-        ent_coef=0.01,
-        vf_coef=0.5,
+        max_grad_norm=0.5, total_timesteps=TOTAL_TIMESTEPS, eval_freq=TOTAL_TIMESTEPS // NUM_EVALUATION,
+        gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
         agent_kwargs={"activation": "tanh", "hidden_layer_sizes": (64, 64)},
     )
-    # time learning alone, as for ours: evaluation happens once, afterwards
-    return algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
 
 
 def ours_population(first_seed: int, num_seeds: int):
@@ -248,7 +172,7 @@ def rejax_population(first_seed: int, num_seeds: int, eval_episodes: int):
     from stoix_like.learning_targets import target_of
     from stoix_like.population import summarize
 
-    algo = _rejax_algorithm()
+    algo = rejax_algorithm("PPO", rejax_ppo_config())
     seeds = list(range(first_seed, first_seed + num_seeds))
     train_states, _ = jax.jit(jax.vmap(algo.train))(jnp.stack([jax.random.PRNGKey(seed) for seed in seeds]))
     returns = []
@@ -282,11 +206,11 @@ def main() -> None:
     results = {"random policy (ceiling)": random_ceiling(args.seed),
                "random, our env stack": random_through_our_env_stack(args.seed)}
     learners = {"ours": ours(args.seed)}
-    rejax_learning = None if args.skip_rejax else rejax_ppo(args.seed)
-    if rejax_learning is not None:
-        learners["rejax"] = rejax_learning
+    peer = None if args.skip_rejax else rejax_learning("PPO", rejax_ppo_config(), args.seed)
+    if peer is not None:
+        learners["rejax"] = peer
     elif not args.skip_rejax:
-        print("rejax is not installed: `pip install rejax` to compare with it")
+        print("rejax is not installed: `pip install --no-deps rejax` to compare with it")
     results.update(compare_learning(learners, args.rounds, args.eval_episodes))
 
     print(f"{'':<24}{'compile s':>10}{'steps/s':>12}{'final return':>14}")
@@ -309,8 +233,8 @@ def main() -> None:
         print(f"final returns, {args.return_seeds} seeds from {args.seed} ({args.eval_episodes} episodes each for "
               f"rejax, the absolute metric for ours):")
         print(f"  ours:  {ours_population(args.seed, args.return_seeds).describe()}")
-        rejax_summary = None if args.skip_rejax else rejax_population(args.seed, args.return_seeds,
-                                                                       args.eval_episodes)
+        rejax_summary = None if args.skip_rejax else rejax_population(
+            args.seed, args.return_seeds, args.eval_episodes)
         if rejax_summary is not None:
             print(f"  rejax: {rejax_summary.describe()}")
 

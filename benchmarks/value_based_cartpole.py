@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict
 
 import jax
 
 from loop_timing import OurLearning, compare_learning, start_backend_as_run_would  # same directory, as below
-from ppo_cartpole import RejaxLearning, _GymnaxFiveTupleStep  # the gymnax-1.0 shim rejax 0.1.3 needs
+from rejax_peer import rejax_learning
 
 NUM_ENVS = 16
 NUM_EVALUATION = 10
@@ -57,30 +57,13 @@ def ours(config_name: str, learner_setup: Callable, overrides, seed: int) -> Our
     return OurLearning(learner_setup, compose(config_name, list(overrides) + [f"arch.seed={seed}"]), seed)
 
 
-def rejax_learning(algo_cls_name: str, config: Dict, seed: int) -> Optional[RejaxLearning]:
-    """rejax's algorithm on `config`, compiled, or None where rejax is not installed. Learning alone is timed:
-    its in-loop evaluation is replaced by a no-op, and the final policy is evaluated afterwards."""
-    try:
-        import gymnax
-        import jax.numpy as jnp
-        import rejax
-    except ImportError:
-        return None
-
-    env, env_params = gymnax.make("CartPole-v1")
-    algo = getattr(rejax, algo_cls_name).create(env=_GymnaxFiveTupleStep(env), env_params=env_params,
-                                                skip_initial_evaluation=True, **config)
-    algo = algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
-    return RejaxLearning(algo, seed, config["total_timesteps"])
-
-
 def rejax_dqn_config(system, network) -> Dict:
     """Our DQN config in rejax's terms. rejax steps every env once per iteration, then takes `num_epochs`
     gradient steps: ours takes `gradient_steps_per_update` gradient steps per `rollout_length` steps, the same
     number per env step. Its target update (Polyak with `polyak`, or a copy) happens every `target_update_freq` env
-    steps; ours every `target_update_period` gradient steps, converted here. Differences it does not let us remove: its buffer fill is uniform-random acting (ours
-    acts ε-greedily, ε = 1 at first, so the same), it clips gradients element-wise rather than by global norm,
-    and it treats time-limit ends as terminations."""
+    steps; ours every `target_update_period` gradient steps, converted here. Differences it does not let us
+    remove: its buffer fill is uniform-random acting (ours acts ε-greedily, ε = 1 at first, so the same), it clips
+    gradients element-wise rather than by global norm, and it treats time-limit ends as terminations."""
     gradient_steps = int(system.gradient_steps_per_update)
     gradient_steps_per_iteration = gradient_steps // int(system.rollout_length)
     assert gradient_steps_per_iteration * int(system.rollout_length) == gradient_steps, "no exact rejax equivalent"
@@ -154,7 +137,7 @@ def main() -> None:
             config = compose(config_name, overrides)
             peer = rejax_learning(rejax_name, rejax_config(config.system, config.network), args.seed)
             if peer is None:
-                print("rejax is not installed: `pip install rejax` to compare with it")
+                print("rejax is not installed: `pip install --no-deps rejax` to compare with it")
             else:
                 learners[f"{label} rejax"] = peer
         rows.update(compare_learning(learners, args.rounds, args.eval_episodes))
@@ -164,7 +147,8 @@ def main() -> None:
         setup = f"{'-':>9}" if math.isnan(figures["setup_s"]) else f"{figures['setup_s']:>9.1f}"
         print(f"{name:<12}{figures['steps']:>10,}{setup}{figures['compile_s']:>11.1f}{figures['steps_per_s']:>12,.0f}"
               f"{figures['final_return']:>14.1f}")
-    print(f"(steps/s: the median of {args.rounds} whole-budget runs per contender, taken in turn; "
+    print(f"(steps: the env steps one timed run covers, ours after the replay warm-up its setup fills, rejax's "
+          f"with its buffer fill; steps/s: the median of {args.rounds} whole-budget runs per contender, taken in turn; "
           f"setup: learner_setup before compiling, replay warm-up included; final returns over "
           f"{args.eval_episodes} episodes of the final params)")
     for label in contenders:

@@ -198,6 +198,22 @@ def test_report_and_core_iqm_agree_exactly(results_dir):
     assert abs(core[0] - rliable.low) < 0.05 * spread and abs(core[1] - rliable.high) < 0.05 * spread
 
 
+def test_a_groups_interval_does_not_depend_on_the_other_groups():
+    """Adding a group to a report leaves every other group's bootstrap interval, curve band and pairwise estimate
+    as it was: each is drawn from a stream of its own."""
+    rng = np.random.default_rng(1)
+    finals = {label: rng.normal(100, 30, 8) for label in ("a", "b", "c")}
+    curves = {label: (np.arange(4), rng.normal(100, 30, (8, 4))) for label in finals}
+    fewer = {label: finals[label] for label in ("b", "c")}
+    assert statistics.aggregate_estimates(finals, reps=REPS)["c"] == statistics.aggregate_estimates(
+        fewer, reps=REPS)["c"]
+    with_a = statistics.curve_estimates(curves, "IQM", reps=REPS)["c"]
+    without_a = statistics.curve_estimates({label: curves[label] for label in ("b", "c")}, "IQM", reps=REPS)["c"]
+    assert np.array_equal(with_a.low, without_a.low) and np.array_equal(with_a.high, without_a.high)
+    assert statistics.improvement_estimates(finals, [("a", "b"), ("b", "c")], reps=REPS)[("b", "c")] == \
+        statistics.improvement_estimates(finals, [("b", "c")], reps=REPS)[("b", "c")]
+
+
 def test_an_unfinished_run_is_reported_from_its_last_evaluation(results_dir, tmp_path):
     shutil.copytree(results_dir / "dqn", tmp_path / "dqn")
     metrics = json.loads((tmp_path / "dqn" / "metrics.json").read_text())

@@ -3,6 +3,9 @@
 Scores are arranged as rliable expects, `(runs, tasks, ...)`, with one task: a report compares groups within one
 env, so the stratified bootstrap resamples seeds. rliable's bootstrap draws from numpy's global generator;
 `seeded` fixes it for the call and restores it after, so a report rebuilt from the same logs is the same report.
+Each group (or compared pair) is bootstrapped in a call of its own, seeded from its label: its interval then
+depends on its own runs alone, not on which other groups the logs hold (one stream shared by all groups made
+adding a group move every later group's interval).
 
 Where each statistic comes from: the report (figures, report.md, README's table) uses rliable here; the run's
 closing `population:` line and the learning tests' verdicts use `stoix_like/population.py`, which needs no extra.
@@ -14,6 +17,7 @@ they can differ in the last digit (tests/test_report.py checks the first and bou
 from __future__ import annotations
 
 import contextlib
+import zlib
 from typing import Callable, Dict, Iterator, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
@@ -52,6 +56,19 @@ def seeded(seed: int) -> Iterator[None]:
         np.random.set_state(state)
 
 
+def _interval_estimates(groups: Dict[str, object], statistic: Callable, reps: int, seed: int
+                        ) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+    """rliable's `get_interval_estimates` over `groups`, one group at a time, each seeded by `seed` and its label:
+    (points, intervals) by label, as rliable returns them."""
+    points, intervals = {}, {}
+    for label, scores in groups.items():
+        with seeded((seed + zlib.crc32(label.encode())) % 2**32):
+            point, interval = rly.get_interval_estimates({label: scores}, statistic, reps=reps,
+                                                         confidence_interval_size=CONFIDENCE)
+        points[label], intervals[label] = point[label], interval[label]
+    return points, intervals
+
+
 def _as_runs_by_task(values: np.ndarray) -> np.ndarray:
     """(seeds, ...) -> (seeds, 1 task, ...): rliable's layout."""
     return np.asarray(values, np.float64)[:, None]
@@ -63,10 +80,8 @@ def aggregate_estimates(final_returns: Dict[str, np.ndarray], reps: int = DEFAUL
     def all_aggregates(scores: np.ndarray) -> np.ndarray:
         return np.array([aggregate(scores) for aggregate in AGGREGATES.values()])
 
-    with seeded(seed):
-        points, intervals = rly.get_interval_estimates(
-            {label: _as_runs_by_task(values) for label, values in final_returns.items()}, all_aggregates,
-            reps=reps, confidence_interval_size=CONFIDENCE)
+    points, intervals = _interval_estimates(
+        {label: _as_runs_by_task(values) for label, values in final_returns.items()}, all_aggregates, reps, seed)
     return {label: {name: Estimate(float(points[label][i]), float(intervals[label][0, i]),
                                    float(intervals[label][1, i])) for i, name in enumerate(AGGREGATES)}
             for label in final_returns}
@@ -89,10 +104,9 @@ def curve_estimates(curves: Dict[str, Tuple[np.ndarray, np.ndarray]], statistic:
                     seed: int = 0) -> Dict[str, CurveEstimate]:
     """label -> the statistic ("IQM" or "Mean") over seeds at each evaluation step, with its interval.
     `curves`: label -> (steps (evaluations,), returns (seeds, evaluations))."""
-    with seeded(seed):
-        points, intervals = rly.get_interval_estimates(
-            {label: _as_runs_by_task(returns) for label, (_, returns) in curves.items()},
-            CURVE_STATISTICS[statistic], reps=reps, confidence_interval_size=CONFIDENCE)
+    points, intervals = _interval_estimates(
+        {label: _as_runs_by_task(returns) for label, (_, returns) in curves.items()}, CURVE_STATISTICS[statistic],
+        reps, seed)
     return {label: CurveEstimate(steps, points[label], intervals[label][0], intervals[label][1])
             for label, (steps, _) in curves.items()}
 
@@ -111,9 +125,9 @@ def improvement_estimates(final_returns: Dict[str, np.ndarray], pairs: Sequence[
     def improvement(scores_x: np.ndarray, scores_y: np.ndarray) -> np.ndarray:
         return np.array([metrics.probability_of_improvement(scores_x, scores_y)])
 
-    with seeded(seed):
-        points, intervals = rly.get_interval_estimates(
-            {f"{index}": [_as_runs_by_task(final_returns[x]), _as_runs_by_task(final_returns[y])]
-             for index, (x, y) in enumerate(pairs)}, improvement, reps=reps, confidence_interval_size=CONFIDENCE)
-    return {pair: Estimate(float(points[f"{index}"][0]), float(intervals[f"{index}"][0, 0]),
-                           float(intervals[f"{index}"][1, 0])) for index, pair in enumerate(pairs)}
+    names = {pair: f"{pair[0]} > {pair[1]}" for pair in pairs}
+    points, intervals = _interval_estimates(
+        {names[(x, y)]: [_as_runs_by_task(final_returns[x]), _as_runs_by_task(final_returns[y])] for x, y in pairs},
+        improvement, reps, seed)
+    return {pair: Estimate(float(points[names[pair]][0]), float(intervals[names[pair]][0, 0]),
+                           float(intervals[names[pair]][1, 0])) for pair in pairs}

@@ -88,7 +88,7 @@ def learning_table_rows(report: "Report") -> Dict[RowKey, str]:
             if group.label != group.algorithm or option is None or group.algorithm not in TARGETS:
                 continue
             try:
-                target = target_of(group.algorithm, option)
+                target_of(group.algorithm, option)  # a task without a learning target has no README row
             except KeyError:
                 continue
             rows[(group.algorithm, option)] = learning_table_row(group, results.aggregates[group.label]["IQM"],
