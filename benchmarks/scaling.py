@@ -93,8 +93,8 @@ def main() -> None:
                 row = measure(args.env, num_envs, update_batch_size, args.steps_per_size, args.seed, unroll)
                 ratios[(num_envs, update_batch_size, unroll)] = row["ratio"]
                 print(f"{num_envs:>6}{update_batch_size:>14}{unroll:>8}{row['budget_steps']:>12,}"
-                      f"{row['compile_s']:>11.1f}{row['ppo_steps_per_s']:>14,.0f}{row['ceiling_steps_per_s']:>17,.0f}{row['ratio']:>15.3f}",
-                      flush=True)
+                      f"{row['compile_s']:>11.1f}{row['ppo_steps_per_s']:>14,.0f}"
+                      f"{row['ceiling_steps_per_s']:>17,.0f}{row['ratio']:>15.3f}", flush=True)
     if args.env == "gymnax/cartpole":
         for (num_envs, update_batch_size, unroll), ratio in ratios.items():
             if (num_envs, update_batch_size) == (RATIO_TARGET_ENVS, 1):
