@@ -216,6 +216,25 @@ def test_resets_computed_only_when_an_env_finished_change_nothing_on_cartpole(ou
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
 
 
+@pytest.mark.parametrize("name, reads_key", [("CartPole-v1", False), ("Asterix-MinAtar", True)])
+def test_gymnax_key_moves_only_for_an_env_whose_step_reads_it(name, reads_key):
+    """A deterministic step (CartPole's) carries its key unchanged rather than hash it each step for nothing; a
+    stochastic one (Asterix spawns enemies at random) still draws each step from a fresh split, as before."""
+    from stoix_like.envs.gymnax_adapter import GymnaxAdapter
+
+    adapter = GymnaxAdapter(name)
+    state, _ = adapter.reset(jax.random.PRNGKey(0))
+    next_state, timestep = jax.jit(adapter.step)(state, jnp.int32(1))
+    assert np.array_equal(next_state.key, state.key) is not reads_key
+    key, step_key = jax.random.split(state.key)
+    obs, _, reward, _, _ = adapter._env.step_env(step_key, state.env_state, jnp.int32(1), adapter._params)
+    # gymnax's own step with that split key (eager here, so equal to float rounding)
+    np.testing.assert_allclose(timestep.observation.agent_view, np.ravel(obs), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(timestep.reward, reward, rtol=1e-6)
+    if reads_key:
+        np.testing.assert_array_equal(next_state.key, key)
+
+
 def test_resets_computed_only_when_an_env_finished_differ_in_the_last_bits_at_most():
     """Pendulum's step compiled apart from its reset may round differently (XLA fuses them differently): the
     trajectories agree to float32 rounding, not bit for bit."""

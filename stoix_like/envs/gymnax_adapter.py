@@ -70,6 +70,7 @@ class GymnaxAdapter(SuiteAdapter):
 
         self._set_observation_layout(observation_layout, tuple(self._env.observation_space(self._params).shape))
         self._max_episode_steps = int(self._params.max_steps_in_episode)
+        self._step_reads_key: Optional[bool] = None  # known at the first trace of `step`
 
     def reset(self, key: PRNGKey) -> Tuple[GymnaxState, TimeStep]:
         key, reset_key = jax.random.split(key)
@@ -77,11 +78,29 @@ class GymnaxAdapter(SuiteAdapter):
         return GymnaxState(env_state, key), restart(self._observation(obs, env_state))
 
     def step(self, state: GymnaxState, action: Array) -> Tuple[GymnaxState, TimeStep]:
-        key, step_key = jax.random.split(state.key)
+        if self._reads_key(state, action):
+            key, step_key = jax.random.split(state.key)
+        else:  # the key is carried unchanged: splitting it every step would cost a threefry hash for nothing
+            key = step_key = state.key
         obs, env_state, reward, terminated, _ = self._env.step_env(step_key, state.env_state, action, self._params)
         truncated = self._env.is_truncated(env_state, self._params)
         timestep = transition(reward, terminated, truncated, self._observation(obs, env_state))
         return GymnaxState(env_state, key), timestep
+
+    def _reads_key(self, state: GymnaxState, action: Array) -> bool:
+        """Whether this env's `step_env` reads its key at all: CartPole's, Pendulum's and MinAtar Breakout's are
+        deterministic and do not, Asterix's and the bsuite/misc envs with noise do. Traced once from shapes; a key
+        that reaches any operation counts as read (nested programs included), so a doubt keeps the split."""
+        if self._step_reads_key is None:
+            def shape_of(x: Any) -> jax.ShapeDtypeStruct:
+                return jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
+
+            key, env_state, action = jax.tree_util.tree_map(shape_of, (state.key, state.env_state, action))
+            program = jax.make_jaxpr(self._env.step_env)(key, env_state, action, self._params).jaxpr
+            key_var = program.invars[0]
+            self._step_reads_key = key_var in program.outvars or any(
+                key_var in equation.invars for equation in program.eqns)
+        return self._step_reads_key
 
     def _observation(self, obs: Array, env_state: Any) -> Observation:
         return self.flat_observation(obs, jnp.asarray(env_state.time, jnp.int32))
