@@ -1,5 +1,5 @@
-"""The shared optimiser runs on the params laid end to end (optim.on_one_vector): the same steps as optax's
-clipping + Adam on the params' own tree."""
+"""The shared optimiser (optim.make_optimizer): optax's global-norm clipping then Adam, its rate decayed linearly
+to zero over the steps asked for, on the params' own tree."""
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +19,7 @@ def _two_networks() -> dict:
 
 
 @pytest.mark.parametrize("decay", [True, False])
-def test_steps_on_one_vector_are_optax_s_steps_on_the_tree(decay):
+def test_steps_are_optax_s_clipping_then_adam_on_the_tree(decay):
     params = _two_networks()
     schedule = optax.linear_schedule(1e-2, 0.0, 6) if decay else 1e-2
     reference = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(schedule, eps=1e-5))
@@ -42,9 +42,8 @@ def test_steps_on_one_vector_are_optax_s_steps_on_the_tree(decay):
         reference_params = optax.apply_updates(reference_params, reference_updates)
 
 
-def test_the_state_is_one_vector_per_moment():
+def test_the_state_is_a_moment_per_params_leaf():
     params = _two_networks()
-    size = sum(leaf.size for leaf in jax.tree_util.tree_leaves(params))
     state = make_optimizer(1e-3, 0.5, 10, False).init(params)
     moments = [leaf for leaf in jax.tree_util.tree_leaves(state) if np.ndim(leaf) > 0]
-    assert [leaf.shape for leaf in moments] == [(size,), (size,)]
+    assert [leaf.shape for leaf in moments] == [leaf.shape for leaf in jax.tree_util.tree_leaves(params)] * 2
