@@ -5,20 +5,44 @@ from __future__ import annotations
 import jax
 import numpy as np
 import optax
+from jax.flatten_util import ravel_pytree
 
 
 def make_optimizer(learning_rate: float, max_grad_norm: float, decay_steps: int, decay: bool,
-                   eps: float = 1e-5) -> optax.GradientTransformation:
+                   eps: float = 1e-5, one_vector: bool = False) -> optax.GradientTransformation:
     """`decay_steps` is the number of optimiser steps the run really takes, so the rate ends at zero on time.
-
-    The state is optax's own, a moment per params leaf. Laying the leaves end to end in one vector (as this module
-    did for a day, to launch fewer kernels) made every leaf's Adam step wait for the last gradient of the network:
-    on a 2-thread CPU pool, where XLA runs a leaf's update beside the next leaf's backward pass, PPO then learned
-    1.12-1.20x slower on PureJaxRL's CartPole config and 1.28x slower with 8 seeds in one program; on one thread it
-    bought nothing (0.998-1.010x), and DQN and PQN with 8 seeds were 1.01-1.03x either way (interleaved A/Bs)."""
+    `one_vector`: step on the params laid end to end (`on_one_vector`), for a learner whose gradient steps are a
+    few small kernels each; by default optax's state, a moment per params leaf."""
     schedule = optax.linear_schedule(learning_rate, 0.0, max(decay_steps, 1)) if decay else learning_rate
     optimizer = optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(schedule, eps=eps))
+    if one_vector:
+        optimizer = on_one_vector(optimizer)
     return optax.GradientTransformation(init=zeros_on_host(optimizer.init), update=optimizer.update)
+
+
+def on_one_vector(optimizer: optax.GradientTransformation) -> optax.GradientTransformation:
+    """`optimizer` run on the params' leaves laid end to end in one vector: its state is one vector per moment, and
+    the updates come back in the params' own tree. The arithmetic is per element, so the steps are optax's own up
+    to the order the global norm sums in.
+
+    Why only where asked: on the CPU a leaf's elementwise update is a kernel of its own, and for a small network a
+    kernel costs more to launch than to run, so one vector launches a handful instead of ~4 per leaf; but it also
+    makes every leaf's step wait for the network's last gradient, where a pool of several threads would have run
+    it beside the rest of the backward pass. Interleaved A/Bs on a 2-core Zen 4, one vector against the tree: DQN
+    (64-transition gradient steps, one thread) learned 1.13x faster (0.881x without it, 3 rounds of its 500k-step
+    budget); PPO on PureJaxRL's CartPole config 1.00x on one thread, but 0.84-0.89x on two and 0.78x with 8 seeds
+    in one program (2 threads). So the DQN family asks for it (`value_based.q_optimizer`); the rest do not."""
+
+    def init(params: optax.Params) -> optax.OptState:
+        return optimizer.init(ravel_pytree(params)[0])
+
+    def update(updates: optax.Updates, state: optax.OptState, params: optax.Params = None):
+        flat_updates, unflatten = ravel_pytree(updates)
+        flat_params = None if params is None else ravel_pytree(params)[0]
+        flat_updates, state = optimizer.update(flat_updates, state, flat_params)
+        return unflatten(flat_updates), state
+
+    return optax.GradientTransformation(init, update)
 
 
 def zeros_on_host(init: optax.TransformInitFn) -> optax.TransformInitFn:

@@ -1,5 +1,6 @@
 """The shared optimiser (optim.make_optimizer): optax's global-norm clipping then Adam, its rate decayed linearly
-to zero over the steps asked for, on the params' own tree."""
+to zero over the steps asked for, on the params' own tree or (one_vector, the DQN family's) on the params laid end
+to end: the same steps either way."""
 
 import jax
 import jax.numpy as jnp
@@ -18,12 +19,13 @@ def _two_networks() -> dict:
     return {"actor": actor, "critic": critic}
 
 
+@pytest.mark.parametrize("one_vector", [False, True])
 @pytest.mark.parametrize("decay", [True, False])
-def test_steps_are_optax_s_clipping_then_adam_on_the_tree(decay):
+def test_steps_are_optax_s_clipping_then_adam_on_the_tree(decay, one_vector):
     params = _two_networks()
     schedule = optax.linear_schedule(1e-2, 0.0, 6) if decay else 1e-2
     reference = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(schedule, eps=1e-5))
-    ours = make_optimizer(1e-2, 0.5, 6, decay)
+    ours = make_optimizer(1e-2, 0.5, 6, decay, one_vector=one_vector)
     ours_params, reference_params = params, params
     ours_state, reference_state = ours.init(params), reference.init(params)
     leaves, structure = jax.tree_util.tree_flatten(params)
@@ -42,8 +44,10 @@ def test_steps_are_optax_s_clipping_then_adam_on_the_tree(decay):
         reference_params = optax.apply_updates(reference_params, reference_updates)
 
 
-def test_the_state_is_a_moment_per_params_leaf():
+def test_the_state_is_a_moment_per_params_leaf_or_one_vector_per_moment():
     params = _two_networks()
-    state = make_optimizer(1e-3, 0.5, 10, False).init(params)
-    moments = [leaf for leaf in jax.tree_util.tree_leaves(state) if np.ndim(leaf) > 0]
-    assert [leaf.shape for leaf in moments] == [leaf.shape for leaf in jax.tree_util.tree_leaves(params)] * 2
+    size = sum(leaf.size for leaf in jax.tree_util.tree_leaves(params))
+    for one_vector, shapes in ((False, [leaf.shape for leaf in jax.tree_util.tree_leaves(params)] * 2),
+                               (True, [(size,), (size,)])):
+        state = make_optimizer(1e-3, 0.5, 10, False, one_vector=one_vector).init(params)
+        assert [leaf.shape for leaf in jax.tree_util.tree_leaves(state) if np.ndim(leaf) > 0] == shapes

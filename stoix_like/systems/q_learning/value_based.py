@@ -164,6 +164,8 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
 
 def q_optimizer(system: DictConfig, budget: Budget):
     """The Q-network's optimiser (`q_lr`, clipped at `max_grad_norm`, decayed over the run's gradient steps), shared by
-    every value-based learner."""
+    every value-based learner; on one vector, since their gradient steps on small sampled batches are kernel-bound
+    (optim.on_one_vector has the figures)."""
     return make_optimizer(system.q_lr, system.max_grad_norm,
-                          budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
+                          budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates,
+                          one_vector=True)
