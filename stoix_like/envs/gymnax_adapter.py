@@ -98,8 +98,9 @@ class GymnaxAdapter(SuiteAdapter):
             key, env_state, action = jax.tree_util.tree_map(shape_of, (state.key, state.env_state, action))
             program = jax.make_jaxpr(self._env.step_env)(key, env_state, action, self._params).jaxpr
             key_var = program.invars[0]
-            self._step_reads_key = key_var in program.outvars or any(
-                key_var in equation.invars for equation in program.eqns)
+            # by identity: a program's operands include literals, which are no variable
+            self._step_reads_key = any(var is key_var for var in program.outvars) or any(
+                var is key_var for equation in program.eqns for var in equation.invars)
         return self._step_reads_key
 
     def _observation(self, obs: Array, env_state: Any) -> Observation:
