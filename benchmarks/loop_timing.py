@@ -18,7 +18,7 @@ import numpy as np
 import scipy.linalg  # noqa: F401
 
 from stoix_like import envs as envs_lib
-from stoix_like import experiment
+from stoix_like import experiment, parallel
 from stoix_like.cpu_threads import is_small_cpu_run, start_backend_for_run, start_backend_with_cpu_threads
 
 
@@ -56,7 +56,7 @@ class OurLearning:
         jax.block_until_ready(self._prepared.fresh_state)
         self.setup_seconds = time.perf_counter() - start
         self._learn, self.compile_seconds = experiment.compile_learner(
-            self._prepared.system, self._prepared.fresh_state, num_seeds, str(config.arch.get("seed_loop", "vmap")))
+            self._prepared.system, self._prepared.fresh_state, num_seeds, parallel.seed_loop_of(config))
         self._num_seeds, self._untimed_calls = num_seeds, untimed_calls
         self.steps_per_call = self.budget.steps_per_evaluation * num_seeds
         self.learning_steps = self.steps_per_call * (self.budget.num_evaluation - untimed_calls)

@@ -1,7 +1,7 @@
 """The one experiment loop every system shares, as named steps:
 
-budget → envs → `set_up` (per seed) → `resume`? → `compile_programs` (the learner timed apart, the evaluator beside it) →
-[`learn_once` → `evaluate_seeds` (log, evaluate) → `save_checkpoint`] × N → `absolute_metric`.
+budget → envs → `set_up` (per seed) → `resume`? → `compile_programs` (the learner timed apart, the evaluator
+beside it) → [`learn_once` → `evaluate_seeds` (log, evaluate) → `save_checkpoint`] × N → `absolute_metric`.
 A system supplies only `learner_setup(env, key, config, budget) -> SystemSetup`. Each step takes what it needs
 and returns what it changed (the learner state, the loop's `Progress`); the benchmarks time the same steps.
 """
@@ -173,7 +173,7 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     learner_state, progress = resume(checkpoints, prepared, budget, logger, fresh_eval_params)
     evaluator = make_evaluator(eval_env, prepared.system.eval_policy, int(config.arch.num_eval_episodes))
     learn, compile_seconds = compile_programs(prepared.system, prepared.fresh_state, len(seeds), evaluator,
-                                              fresh_eval_params, str(config.arch.get("seed_loop", "vmap")))
+                                              fresh_eval_params, parallel.seed_loop_of(config))
     loop = Loop(call_budget, seeds, prepared.system, logger, as_stage(evaluator))
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
     del prepared  # a resumed run need not keep the fresh state
@@ -318,7 +318,8 @@ def make_evaluate(eval_env: envs_lib.Environment, eval_policy: EvalPolicy, num_e
 class Loop(NamedTuple):
     """What the steps after compilation read and none of them changes."""
 
-    budget: budget_lib.Budget  # one learn call's: an evaluation interval's, or its share of it (progress_per_evaluation)
+    # one learn call's: an evaluation interval's, or its share of it (progress_per_evaluation)
+    budget: budget_lib.Budget
     seeds: List[int]
     system: SystemSetup
     logger: Logger
@@ -400,7 +401,7 @@ def _report(loop: Loop, config: DictConfig, progress: checkpointing.Progress, ab
     loop.logger.message(
         f"done: {progress.steps_done:,} steps{' per seed' if num_seeds > 1 else ''} | compile {compile_seconds:.1f}s"
         f" | learning {learn_seconds:.1f}s ({learned_here:,} learning steps"
-        + (f" since resuming" if resumed else "") + (f", all seeds" if num_seeds > 1 else "")
+        + (" since resuming" if resumed else "") + (", all seeds" if num_seeds > 1 else "")
         + f", at {learned_here / max(learn_seconds, 1e-9):,.0f} steps/s) | best eval return "
         + ", ".join(f"{r:.2f}" for r in progress.best_returns)
         + " | absolute return " + ", ".join(f"{r:.2f}" for r in absolute_returns)

@@ -304,6 +304,11 @@ def scan_updates(update_step: Callable[[Any], Tuple[Any, Any]], num_updates: int
 SEED_LOOPS = ("vmap", "map", "map_on_cpu")  # arch.seed_loop: how one program runs its N seeds
 
 
+def seed_loop_of(config: Any) -> str:
+    """A run config's `arch.seed_loop`; vmap where a config built by hand leaves it out (the schema's default)."""
+    return str(config.arch.get("seed_loop", "vmap"))
+
+
 def seeds_in_sequence(seed_loop: str) -> bool:
     """Whether an N-seed program runs its seeds one after another (`lax.map`) rather than batched (`vmap`).
 
@@ -335,9 +340,9 @@ def compile_learner(learner_fn: Callable, example_state: Any, num_seeds: int = 1
     """The distributed learner, compiled now so that compilation is timed apart from learning.
 
     On several processes each call turns this process's local arrays into global ones and back (the AOT
-    executable takes global arrays only), as the pmapped function would. There each call is the stage 'learn', which returns only once
-    the step is done (its pmeans wait for every process), and is allowed twice its longest earlier call
-    (the compile time, for the first) on top of `arch.collective_timeout_seconds`.
+    executable takes global arrays only), as the pmapped function would. There each call is the stage 'learn', which
+    returns only once the step is done (its pmeans wait for every process), and is allowed twice its longest earlier
+    call (the compile time, for the first) on top of `arch.collective_timeout_seconds`.
     """
     learn = distribute(learner_fn, num_seeds, seed_loop)
     compile_start = time.monotonic()

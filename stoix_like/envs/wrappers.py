@@ -163,8 +163,8 @@ class AutoReset(Wrapper):
         # A select rather than lax.cond: training always runs under vmap, where a cond on a batched predicate
         # becomes a select over both branches anyway, so the reset is paid for every step either way; the
         # select just says so and keeps the unbatched and batched code paths identical.
-        env_state, timestep = _restart_where_over(timestep, env_state, reset_env_state, reset_timestep.observation)
-        return AutoResetState(env_state, key), timestep
+        env_state, observation = _restarted(timestep, env_state, reset_env_state, reset_timestep.observation)
+        return AutoResetState(env_state, key), _observing(timestep, observation)
 
     def step_batch(self, states: AutoResetState, actions: Array) -> Tuple[AutoResetState, TimeStep]:
         """`step` over a batch of envs (leading axis), with `resets_per_step` fresh initial states per batch."""
@@ -182,8 +182,7 @@ class AutoReset(Wrapper):
         else:
             env_states, observations = jax.vmap(_restarted)(timesteps, env_states,
                                                             *self._shared_resets(timesteps, reset_keys, num_resets))
-        timesteps = _with_next_obs(timesteps._replace(observation=observations), timesteps.observation)
-        return AutoResetState(env_states, keys), timesteps
+        return AutoResetState(env_states, keys), _observing(timesteps, observations)
 
     def _restarts_when_any_finished(self, env_states: EnvState, timesteps: TimeStep, reset_keys: PRNGKey
                                     ) -> Tuple[EnvState, Observation]:
@@ -223,11 +222,10 @@ def _restarted(timestep: TimeStep, env_state: EnvState, reset_env_state: EnvStat
             _select(episode_over, reset_observation, timestep.observation))
 
 
-def _restart_where_over(timestep: TimeStep, env_state: EnvState, reset_env_state: EnvState,
-                        reset_observation: Observation) -> Tuple[EnvState, TimeStep]:
-    """`_restarted`, with the TimeStep carrying the next observation; `next_obs` keeps the step's."""
-    env_state, observation = _restarted(timestep, env_state, reset_env_state, reset_observation)
-    return env_state, _with_next_obs(timestep._replace(observation=observation), timestep.observation)
+def _observing(timestep: TimeStep, observation: Observation) -> TimeStep:
+    """`timestep` carrying the observation acted on next (a reset's where an episode ended); `next_obs` keeps the
+    step's own."""
+    return _with_next_obs(timestep._replace(observation=observation), timestep.observation)
 
 
 class ObservedIndices(Wrapper):
