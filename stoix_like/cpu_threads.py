@@ -11,8 +11,10 @@ learned 1.3-1.45x faster than 1.
 So null chooses per run (`start_backend_for_run`): one thread for a small run on the CPU alone, every core
 otherwise. Steady PPO on the same machine, PureJaxRL's shape (128-step rollouts, 4 epochs of 4 minibatches), one
 thread against two, two rounds: 4 envs 1.09-1.12x, 16 envs 1.15-1.45x, 32 envs 1.01-1.11x, 64 envs 0.86-0.94x,
-256 envs 0.71-0.75x. The rule takes the envs one device steps over all its batched seeds (arch.seed_loop vmap; seeds
-run one after another count once), at most SMALL_RUN_ENVS.
+256 envs 0.71-0.75x. Again after the optimiser's moments went per params leaf (optim.py), two rounds of a fresh process
+each: 4 envs 1.05-1.17x, 16 envs 1.00-1.25x, 32 envs 0.90-1.01x, 64 envs 0.79-0.80x. The rule takes the envs one
+device steps over all its batched seeds (arch.seed_loop vmap; seeds run one after another count once), at most
+SMALL_RUN_ENVS.
 
 The backend starts here with the process limited to its first `cpu_threads` cores, then the limit is lifted for every
 thread but the pool's: the Python thread, the backend's other threads (the compiler's) and what they start later may
