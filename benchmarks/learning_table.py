@@ -1,26 +1,23 @@
-"""The learning table: each algorithm's shipped defaults, trained on a population of seeds in one program.
+"""The learning table: each algorithm's shipped defaults, trained on populations of seeds in one program.
 
-    python benchmarks/learning_table.py                       # all algorithms, seeds 0..7, prints the table
-    python benchmarks/learning_table.py --update-readme       # ... and rewrites README.md's learning table
-    python benchmarks/learning_table.py --algorithms sac --update-readme   # rewrites sac's rows, keeps the rest
-    python benchmarks/learning_table.py --algorithms mpo@gymnax/pendulum   # one task of an algorithm
-    python benchmarks/learning_table.py --algorithms ppo dqn --first-seed 1000   # a shifted population
+    python benchmarks/learning_table.py --from-logs           # README's table rendered from the committed logs
+    python benchmarks/learning_table.py --update-readme       # train every target on seeds 0..7, then render
+    python benchmarks/learning_table.py --algorithms sac --update-readme   # retrain sac's populations of 0..7
+    python benchmarks/learning_table.py --algorithms sac --first-seed 1000 --update-readme   # ... of 1000..1007
+    python benchmarks/learning_table.py --algorithms mpo@gymnax/pendulum   # one task of an algorithm, printed only
     python benchmarks/learning_table.py --algorithms ppo -o system.actor_lr=1e-3  # try an override
-    python benchmarks/learning_table.py --from-logs           # README's rows redrawn from the kept logs, no training
 
-One row per algorithm and task (an algorithm with targets on several tasks has a row for each): the task, env
-steps per seed, the IQM of the seeds' absolute returns with a 95% bootstrap interval, the seeds that solved the
-task, whether the population meets its target (stoix_like/learning_targets.py) and the wall time of the run
-(compilation included). Each row is the same claim the learning tests make. Wall times depend on the machine and
-its load.
+One row per algorithm and task (stoix_like/report/learning_table.py says what each cell is): two populations of
+8 seeds, 0..7 (the defaults were tuned on them) and 1000..1007 (nobody tuned on them), each with the IQM of its
+final and absolute returns, the seeds that solved the task, the target's verdict on all four, how CI checks
+the target, the wall time and the day it was logged. Wall times depend on the machine and its load.
 
 Each population writes its JSON logs (metrics.json, run.json) into its own folder, `<results>/<algorithm>/<suite>/
-<task>/`, and the table is the report's (`python -m experiments.report`, stoix_like/report/) built from those logs.
-With --update-readme the results are docs/results/runs/ (committed: the figures can be rebuilt from them without
-retraining), the report's figures and report.md go to docs/results/, and README's rows are the report's rows for
-every population logged there; rows of algorithms with no logs there are kept as they are. Without it the logs go
-to a temporary folder (or --results DIR) and the table is only printed. Needs the report extra
-(`pip install -e ".[report]"`).
+<task>/`. With --update-readme the results are docs/results/runs/ (seeds 0..7) or docs/results/untuned/ (seeds
+1000..1007), both committed; README's table is then rendered from those logs alone (a target without logs is an
+error, never a row kept from before), and docs/results/ gets the report (`python -m experiments.report`) of
+docs/results/runs/. Without it the logs go to a temporary folder (or --results DIR) and the rows are only
+printed. Needs the report extra (`pip install -e ".[report]"`).
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ import re
 import shutil
 import sys
 import tempfile
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
@@ -39,15 +36,17 @@ from hydra import initialize_config_dir
 from stoix_like.entry import CONFIG_DIR
 from stoix_like.errors import ConfigError
 from stoix_like.learning_population import train_population
-from stoix_like.learning_targets import TARGETS, LearningTarget, all_targets, target_of
+from stoix_like.learning_targets import TARGETS, LearningTarget, target_of
 from stoix_like.report import require_extra
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(REPO_ROOT, "README.md")
 RESULTS = os.path.join(REPO_ROOT, "docs", "results")  # the report README shows: figures, report.md
-RUNS = os.path.join(RESULTS, "runs")  # the populations' JSON logs it is built from
-TABLE_START, TABLE_END = "<!-- learning-table:start -->", "<!-- learning-table:end -->"
-RowKey = Tuple[str, str]  # (algorithm, env option)
+RUNS = os.path.join(RESULTS, "runs")  # seeds 0..7: the populations the defaults were tuned on, and the report's
+UNTUNED = os.path.join(RESULTS, "untuned")  # seeds 1000..1007: nobody tuned on them
+SEBULBA = os.path.join(RESULTS, "sebulba")  # Sebulba's populations: folders of single-seed runs
+TABLE_START, TABLE_END = "<!-- learning-table:start -->", "<!-- learning-table:end -->"  # README's block
+SEBULBA_BLOCK = "sebulba-table"  # README's <!-- sebulba-table:start --> ... <!-- sebulba-table:end -->
 
 
 def compose_into(run_dir: str):
@@ -64,43 +63,40 @@ def run_dir_of(results: str, algorithm: str, target: LearningTarget) -> str:
     return os.path.join(results, algorithm, *target.env.split("/"))
 
 
-def markdown_table(rows: Dict[RowKey, str], footer: str) -> str:
-    """The rows in the targets table's order (one per algorithm and task), then the footer."""
-    from stoix_like.report.tables import LEARNING_TABLE_HEADER
+def rendered_table(runs: str = RUNS, untuned: str = UNTUNED) -> str:
+    """README's table block as the committed logs render it (ConfigError naming any target without logs)."""
+    from stoix_like.report.learning_table import render, target_groups
 
-    ordered = [rows[(algorithm, target.env)] for algorithm, target in all_targets() if (algorithm, target.env) in rows]
-    return "\n".join([*LEARNING_TABLE_HEADER, *ordered, "", footer])
-
-
-README_FOOTER = (f"Seeds 0..7 of each default, in one program per algorithm, on a {os.cpu_count()}-core CPU "
-                 "(wall times include compilation and depend on the machine and its load). Reproduce with "
-                 "`python benchmarks/learning_table.py --update-readme`, or one row with "
-                 "`--algorithms NAME --update-readme`: the rows, the figures and docs/results/report.md are the "
-                 "report of the logs in docs/results/runs/.")
+    return render(target_groups([runs]), target_groups([untuned]))
 
 
-def readme_rows() -> Dict[RowKey, str]:
-    """The rows README.md's learning table holds now, by algorithm and task (a partial update keeps the others)."""
+def rendered_sebulba_table(root: str = SEBULBA) -> str:
+    from stoix_like.report.learning_table import sebulba_table
+
+    return sebulba_table(root)
+
+
+def _markers(block: str) -> Tuple[str, str]:
+    return f"<!-- {block}:start -->", f"<!-- {block}:end -->"
+
+
+def readme_table(block: str = "learning-table") -> str:
+    """The text README.md holds now between the block's markers."""
+    start, end = _markers(block)
     with open(README) as file:
-        block = _TABLE.search(file.read())
-    if block is None:
-        raise SystemExit(f"README.md has no {TABLE_START} ... {TABLE_END} block to rewrite")
-    rows = {}
-    for line in block.group(0).splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if line.startswith("|") and cells[0] in TARGETS:
-            rows[(cells[0], cells[1])] = line
-    return rows
+        found = re.search(re.escape(start) + "(.*?)" + re.escape(end), file.read(), flags=re.DOTALL)
+    if found is None:
+        raise SystemExit(f"README.md has no {start} ... {end} block to rewrite")
+    return found.group(1).strip("\n")
 
 
-_TABLE = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), flags=re.DOTALL)
-
-
-def update_readme(table: str) -> None:
+def update_readme(table: str, block: str = "learning-table") -> None:
+    start, end = _markers(block)
     with open(README) as file:
         text = file.read()
     with open(README, "w") as file:
-        file.write(_TABLE.sub(lambda _: f"{TABLE_START}\n{table}\n{TABLE_END}", text))
+        file.write(re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: f"{start}\n{table}\n{end}", text,
+                          flags=re.DOTALL))
 
 
 def selected_targets(names: Sequence[str]) -> List[Tuple[str, LearningTarget]]:
@@ -126,32 +122,30 @@ def main() -> int:
     parser.add_argument("-o", "--override", action="append", default=[],
                         help="a config override applied to every algorithm run (for trying settings)")
     parser.add_argument("--update-readme", action="store_true",
-                        help="rewrite README.md's learning table and docs/results/ from logs kept in docs/results/runs")
-    parser.add_argument("--results", help="where the populations' logs go (default: docs/results/runs with "
-                                          "--update-readme, else a temporary folder)")
+                        help="log into docs/results/runs (seeds 0..7) or docs/results/untuned (1000..1007), then "
+                             "render README.md's table and docs/results/ from the logs")
+    parser.add_argument("--results", help="where the populations' logs go (default: a temporary folder, or "
+                                          "docs/results/{runs,untuned} with --update-readme)")
     parser.add_argument("--from-logs", action="store_true",
-                        help="train nothing: rebuild docs/results/ and README.md's rows from docs/results/runs "
-                             "(after a change to the report's statistics)")
+                        help="train nothing: render README.md's table and docs/results/ from the committed logs")
     args = parser.parse_args()
     if args.from_logs and (args.update_readme or args.override or args.first_seed != 0 or args.num_seeds != 8
                            or args.results or args.algorithms != list(TARGETS)):
-        parser.error("--from-logs trains nothing and rewrites every row from docs/results/runs: give it alone")
-    if args.update_readme and (args.override or args.first_seed != 0 or args.num_seeds != 8 or args.results):
-        parser.error("--update-readme reports the shipped defaults on seeds 0..7 into docs/results: drop --override, "
-                     "--first-seed, --num-seeds and --results")
+        parser.error("--from-logs trains nothing and renders every row from docs/results: give it alone")
+    if args.update_readme and (args.override or args.first_seed not in (0, 1000) or args.num_seeds != 8
+                               or args.results):
+        parser.error("--update-readme logs the shipped defaults on seeds 0..7 or 1000..1007 (--first-seed 1000) "
+                     "into docs/results: drop --override, --num-seeds and --results")
     try:
         require_extra()  # the table is the report's: refuse before hours of training, not after
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.update_readme or args.from_logs:
-        readme_rows()  # a README without the table block is refused before hours of training
+        readme_table()  # a README without the table blocks is refused before hours of training
+        readme_table(SEBULBA_BLOCK)
     if args.from_logs:
-        rows = learning_table_report(RUNS, RESULTS, "python benchmarks/learning_table.py --from-logs")
-        update_readme(markdown_table({**readme_rows(), **rows}, README_FOOTER))
-        print("README.md: learning table rows rebuilt from docs/results/runs: "
-              + ", ".join(f"{a} on {e}" for a, e in rows))
-        return 0
+        return render_into_readme("python benchmarks/learning_table.py --from-logs")
     selected = selected_targets(args.algorithms)
     command = "python benchmarks/learning_table.py" + (
         f" --first-seed {args.first_seed}" if args.first_seed else "") + (
@@ -159,7 +153,8 @@ def main() -> int:
         f" --algorithms {' '.join(args.algorithms)}" if args.algorithms != list(TARGETS) else "") + (
         " --update-readme" if args.update_readme else "")
     with tempfile.TemporaryDirectory() as scratch:
-        results = RUNS if args.update_readme else (args.results or os.path.join(scratch, "runs"))
+        results = ((UNTUNED if args.first_seed else RUNS) if args.update_readme
+                   else (args.results or os.path.join(scratch, "runs")))
         problems = []
         for algorithm, target in selected:
             run_dir = run_dir_of(results, algorithm, target)
@@ -168,26 +163,27 @@ def main() -> int:
                                    args.override, env=target.env)
             print("ROW " + run.describe(), flush=True)
             problems += run.problems
-        rows = learning_table_report(results, RESULTS if args.update_readme else os.path.join(scratch, "report"),
-                                     command)
-    trained = {(algorithm, target.env) for algorithm, target in selected}
-    first = args.first_seed
-    print(markdown_table({key: row for key, row in rows.items() if key in trained},
-                         f"Seeds {first}..{first + args.num_seeds - 1}, one program per algorithm: `{command}`."))
     if args.update_readme:
-        update_readme(markdown_table({**readme_rows(), **rows}, README_FOOTER))
-        print("README.md: learning table rows rewritten from docs/results/runs: "
-              + ", ".join(f"{a} on {e}" for a, e in rows))
+        render_into_readme(command)
     return 0 if not problems else 1
 
 
-def learning_table_report(results: str, out: str, command: str) -> Dict[RowKey, str]:
-    """The report of every population logged under `results`, written to `out`; README's rows from it."""
+def render_into_readme(command: str) -> int:
+    """README.md's table and docs/results/ (the report of seeds 0..7) from the committed logs; 1 if a target has
+    none."""
     from stoix_like.report.build import build_report
-    from stoix_like.report.tables import learning_table_rows
 
-    report = build_report([results], out, command=command)
-    return learning_table_rows(report)
+    try:
+        table = rendered_table()
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    build_report([RUNS], RESULTS, command=command)
+    update_readme(table)
+    update_readme(rendered_sebulba_table(), SEBULBA_BLOCK)
+    print(f"README.md: learning table rendered from {os.path.relpath(RUNS, REPO_ROOT)} and "
+          f"{os.path.relpath(UNTUNED, REPO_ROOT)}, Sebulba's from {os.path.relpath(SEBULBA, REPO_ROOT)}")
+    return 0
 
 
 if __name__ == "__main__":

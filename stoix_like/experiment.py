@@ -1,7 +1,8 @@
 """The one experiment loop every system shares, as named steps:
 
 budget → envs → `set_up` (per seed) → `resume`? → `compile_programs` (the learner timed apart, the evaluator
-beside it) → [`learn_once` → `evaluate_seeds` (log, evaluate) → `save_checkpoint`] × N → `absolute_metric`.
+beside it) → [`learn_once` → `evaluate_seeds` (log, evaluate) → `save_checkpoint`] × N → `end_of_run_returns`
+(the best params' absolute metric and the final params' return).
 A system supplies only `learner_setup(env, key, config, budget) -> SystemSetup`. Each step takes what it needs
 and returns what it changed (the learner state, the loop's `Progress`); the benchmarks time the same steps.
 """
@@ -13,7 +14,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import jax
 import numpy as np
@@ -31,7 +32,8 @@ from stoix_like.logging import Logger, summarize
 from stoix_like.system_contract import (LearnerOutput, LearnerSetup, SebulbaLearnerSetup, SebulbaSetup,
                                         SystemSetup)
 
-# The multiple of evaluation episodes used for the final, absolute-metric evaluation of the best params.
+# The multiple of evaluation episodes used for the end-of-run evaluations: the best params (the absolute metric) and
+# the final params, each over the same number of episodes so that the two returns compare.
 ABSOLUTE_METRIC_EPISODE_FACTOR = 10
 
 
@@ -39,6 +41,7 @@ class RunResult(NamedTuple):
     absolute_return: float  # mean over seeds: what `run` returns (and a sweep maximises)
     absolute_returns: List[float]  # per seed
     best_returns: List[float]  # per seed: the best eval return, whose params the absolute metric evaluated
+    final_returns: List[float]  # per seed: the final params (what a user keeps) over the absolute metric's episodes
     steps_done: int  # env steps of each seed, warm-up included: always the budget
     learner_state: Any  # the final learner state on this process's devices
     compile_seconds: float
@@ -199,13 +202,15 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
 
     if progress.steps_done != budget.total_timesteps:  # the budget arithmetic is the contract; never drift from it
         raise AssertionError(f"ran {progress.steps_done} steps, budget was {budget.total_timesteps}")
-    absolute_returns = absolute_metric(loop, progress)
+    final_params = [eval_params_of(loop.system, learner_state, index, len(seeds)) for index in range(len(seeds))]
+    absolute_returns, final_returns = end_of_run_returns(loop.evaluate, loop.logger, loop.seeds, progress,
+                                                         final_params)
     learned_here = (budget.num_evaluation - first_evaluation) * budget.steps_per_evaluation * len(seeds)
-    _report(loop, config, progress, absolute_returns, compile_seconds, learn_seconds, learned_here,
+    _report(loop, config, progress, absolute_returns, final_returns, compile_seconds, learn_seconds, learned_here,
             resumed=first_evaluation > 0)
     logger.finish(run_record.Timings(time.perf_counter() - wall_start, compile_seconds, learn_seconds, learned_here),
                   resumed=first_evaluation > 0)
-    return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns),
+    return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns), final_returns,
                      progress.steps_done, learner_state, compile_seconds, learn_seconds, learned_here)
 
 
@@ -381,22 +386,45 @@ def save_checkpoint(loop: Loop, checkpoints: checkpointing.Checkpoints, learner_
         loop.logger.message(f"checkpoint: {saved}")
 
 
-def absolute_metric(loop: Loop, progress: checkpointing.Progress) -> List[float]:
-    """Per seed, the mean return of its best params over 10× the evaluation episodes, run as repeated calls of the
-    compiled evaluator (no second compilation)."""
-    absolute_returns = []
-    for seed_index, seed in enumerate(loop.seeds):
+def end_of_run_returns(evaluate: Evaluate, logger: Logger, seeds: Sequence[int], progress: checkpointing.Progress,
+                       final_params: Sequence[Any]) -> Tuple[List[float], List[float]]:
+    """Per seed, (absolute, final) mean returns over 10× the evaluation episodes, run as repeated calls of the
+    compiled evaluator (no second compilation). The absolute metric judges each seed's best params; the final
+    return judges the params training ended with, which are what a user keeps: a best-of-N alone flatters a
+    learner that forgets. Both play the same episodes' keys, so the two differ by the params alone, and where the
+    best params are the final ones (the last evaluation was the best) the episodes are played once."""
+    absolute_returns: List[float] = []
+    final_returns: List[float] = []
+    for seed_index, seed in enumerate(seeds):
         _, absolute_key = host_keys.split(progress.eval_keys[seed_index])
-        rounds = [loop.evaluate(progress.best_params[seed_index], key)
-                  for key in host_keys.split(absolute_key, ABSOLUTE_METRIC_EPISODE_FACTOR)]
-        per_episode = {name: np.concatenate([r[name] for r in rounds]) for name in rounds[0]}
-        stats = loop.logger.evaluation("absolute", seed, progress.steps_done, per_episode, {})
-        absolute_returns.append(stats["episode_return"]["mean"])
-    return absolute_returns
+        keys = host_keys.split(absolute_key, ABSOLUTE_METRIC_EPISODE_FACTOR)
+        best, final = progress.best_params[seed_index], final_params[seed_index]
+        best_episodes = _episodes(evaluate, best, keys)
+        final_episodes = best_episodes if _same_params(best, final) else _episodes(evaluate, final, keys)
+        for label, per_episode, returns in (("absolute", best_episodes, absolute_returns),
+                                            ("final", final_episodes, final_returns)):
+            stats = logger.evaluation(label, seed, progress.steps_done, per_episode, {})
+            returns.append(stats["episode_return"]["mean"])
+    return absolute_returns, final_returns
+
+
+def _episodes(evaluate: Evaluate, params: Any, keys: np.ndarray) -> Dict[str, np.ndarray]:
+    """Every key's evaluation episodes, one after another."""
+    rounds = [evaluate(params, key) for key in keys]
+    return {name: np.concatenate([r[name] for r in rounds]) for name in rounds[0]}
+
+
+def _same_params(first: Any, second: Any) -> bool:
+    """Whether two host copies of eval params hold the same numbers (the same tree, leaf for leaf)."""
+    try:
+        equal = jax.tree_util.tree_map(lambda a, b: np.array_equal(np.asarray(a), np.asarray(b)), first, second)
+    except (ValueError, TypeError):  # another tree structure
+        return False
+    return all(jax.tree_util.tree_leaves(equal))
 
 
 def _report(loop: Loop, config: DictConfig, progress: checkpointing.Progress, absolute_returns: List[float],
-            compile_seconds: float, learn_seconds: float, learned_here: int, resumed: bool) -> None:
+            final_returns: List[float], compile_seconds: float, learn_seconds: float, learned_here: int, resumed: bool) -> None:
     num_seeds = len(loop.seeds)
     loop.logger.message(
         f"done: {progress.steps_done:,} steps{' per seed' if num_seeds > 1 else ''} | compile {compile_seconds:.1f}s"
@@ -405,10 +433,12 @@ def _report(loop: Loop, config: DictConfig, progress: checkpointing.Progress, ab
         + f", at {learned_here / max(learn_seconds, 1e-9):,.0f} steps/s) | best eval return "
         + ", ".join(f"{r:.2f}" for r in progress.best_returns)
         + " | absolute return " + ", ".join(f"{r:.2f}" for r in absolute_returns)
+        + " | final return " + ", ".join(f"{r:.2f}" for r in final_returns)
     )
     if num_seeds > 1:
-        summary = population.summarize(absolute_returns, loop.seeds, config.env.solved_return)
-        loop.logger.message(f"population: absolute return {summary.describe()}")
+        for name, returns in (("absolute", absolute_returns), ("final", final_returns)):
+            summary = population.summarize(returns, loop.seeds, config.env.solved_return)
+            loop.logger.message(f"population: {name} return {summary.describe()}")
     loop.logger.message(f"logs: {loop.logger.run_dir}")
 
 

@@ -1,6 +1,8 @@
 """What each algorithm's shipped defaults must reach on their reference task, in one table.
 
-Every learning test (`pytest -k learns`) and `benchmarks/learning_table.py` read their thresholds here.
+Every learning test (`pytest -m learning`) and `benchmarks/learning_table.py` read their thresholds here, and
+each target declares here how it is re-checked (`COVERAGE`: in CI at its shipped defaults, in CI at a reduced
+budget with a smaller claim, or only by its benchmark command).
 A target is a claim about a population of seeds (see `population.py`), never about one seed:
   * the IQM of the seeds' absolute returns is at least `iqm_at_least`, and
   * at most `max_seeds_below_floor` seeds end below `seed_floor`.
@@ -138,6 +140,106 @@ SEBULBA_TARGETS: Dict[str, LearningTarget] = {
     "impala": LearningTarget("gymnasium/cartpole", iqm_at_least=400.0, seed_floor=400.0, max_seeds_below_floor=1,
                              solved_return=475.0),
 }
+
+
+class ReducedCheck(NamedTuple):
+    """What a `ci-reduced` test claims instead of the target: its seeds at `steps` env steps each (with
+    `overrides`) reach an absolute-return IQM of `iqm_at_least`, with no floor."""
+
+    steps: int
+    iqm_at_least: float
+    overrides: Tuple[str, ...] = ()
+
+
+class Coverage(NamedTuple):
+    """How a target is re-checked, said exactly in README's table (its `checked by` column):
+
+    * `ci`: `test` (tests/<file>.py::<function>, marked `learning`) trains the shipped defaults, no override, on
+      seeds `first_seed` .. `first_seed + num_seeds - 1` in one program, and asserts the target on both the
+      absolute and the final returns;
+    * `ci-reduced`: `test` trains those seeds at a smaller budget and asserts `reduced`, a smaller claim;
+    * `benchmark`: no test; `python benchmarks/learning_table.py --algorithms <algorithm>@<task>` re-measures it.
+    The learning table's own populations (seeds 0..7, and 1000..1007 nobody tuned on) are `benchmark` runs for
+    every target, whatever its CI check.
+    """
+
+    kind: str  # "ci" | "ci-reduced" | "benchmark"
+    test: Optional[str] = None
+    first_seed: int = 0
+    num_seeds: int = 4
+    reduced: Optional[ReducedCheck] = None
+    why_not_ci: str = ""  # for `ci-reduced` and `benchmark`: why CI does not check the target itself
+
+    def describe(self, algorithm: str, env: str) -> str:
+        seeds = f"{self.num_seeds} seeds {self.first_seed}..{self.first_seed + self.num_seeds - 1}"
+        if self.kind == "ci":
+            return f"ci: {seeds}"
+        if self.kind == "ci-reduced" and self.reduced is not None:
+            return (f"ci-reduced: {seeds} at {self.reduced.steps:,} steps, absolute IQM ≥ "
+                    f"{self.reduced.iqm_at_least:g} ({self.why_not_ci})")
+        return f"benchmark: `--algorithms {algorithm}@{env}` ({self.why_not_ci})"
+
+
+def _ci(test: str, first_seed: int = 0, num_seeds: int = 4) -> Coverage:
+    return Coverage("ci", test, first_seed, num_seeds)
+
+
+POLICY_GRADIENT_TESTS = "tests/test_policy_gradient.py::test_learns_"
+# Why a target is not re-checked at its shipped budget in CI: CI's whole suite must stay under 40 minutes on 2 cores.
+TOO_LONG_FOR_CI = "its budget is beyond CI's time"
+COVERAGE: Dict[Tuple[str, str], Coverage] = {
+    ("ppo", "gymnax/cartpole"): _ci("tests/test_ppo.py::test_ppo_learns_cartpole_on_seeds_nobody_tuned_on", 1000, 8),
+    ("ppo", "navix/empty_8x8"): Coverage("benchmark", why_not_ci=TOO_LONG_FOR_CI),
+    ("ppo", "gymnax/breakout"): Coverage("benchmark", why_not_ci=TOO_LONG_FOR_CI),
+    ("reinforce", "gymnax/cartpole"): _ci(POLICY_GRADIENT_TESTS + "cartpole"),
+    ("reinforce", "gymnax/pendulum"): _ci(POLICY_GRADIENT_TESTS + "pendulum"),
+    ("rec_ppo", "gymnax/cartpole_masked"): _ci("tests/test_recurrent.py::test_memory_matters_on_the_masked_cartpole"),
+    ("rec_ppo", "gymnax/memory_chain"): _ci("tests/test_recurrent.py::test_memory_matters_on_memory_chain", 1000),
+    ("rec_ppo", "popjax/repeat_previous"): Coverage("benchmark", why_not_ci=TOO_LONG_FOR_CI),
+    ("r2d2", "gymnax/cartpole"): _ci("tests/test_r2d2.py::test_r2d2_learns_cartpole_on_seeds_nobody_tuned_on", 1000),
+    ("r2d2", "gymnax/cartpole_masked"): Coverage("benchmark", why_not_ci=TOO_LONG_FOR_CI),
+    ("ppo_penalty", "gymnax/cartpole"): _ci(POLICY_GRADIENT_TESTS + "cartpole"),
+    ("ppo_penalty", "gymnax/pendulum"): _ci(POLICY_GRADIENT_TESTS + "pendulum"),
+    ("dpo", "gymnax/cartpole"): _ci(POLICY_GRADIENT_TESTS + "cartpole"),
+    ("dpo", "gymnax/pendulum"): _ci(POLICY_GRADIENT_TESTS + "pendulum"),
+    ("pqn", "gymnax/cartpole"): _ci("tests/test_pqn.py::test_pqn_learns_cartpole"),
+    ("dqn", "gymnax/cartpole"): _ci("tests/test_value_based.py::test_dqn_learns_cartpole_on_seeds_nobody_tuned_on",
+                                    1000),
+    **{(name, "gymnax/cartpole"): _ci(f"tests/test_value_based.py::test_{name}_learns_cartpole")
+       for name in ("ddqn", "mdqn", "dqn_reg", "c51", "qr_dqn", "rainbow")},
+    **{(name, "gymnax/pendulum"): _ci(f"tests/test_continuous.py::test_{name}_learns_pendulum")
+       for name in ("sac", "td3", "ddpg", "d4pg")},
+    ("awr", "gymnax/cartpole"): _ci("tests/test_awr.py::test_awr_learns_cartpole"),
+    ("awr", "gymnax/pendulum"): _ci("tests/test_awr.py::test_awr_learns_pendulum"),
+    ("mpo", "gymnax/pendulum"): _ci("tests/test_mpo.py::test_mpo_learns_pendulum"),
+    ("mpo", "gymnax/cartpole"): _ci("tests/test_mpo.py::test_mpo_learns_cartpole"),
+    ("vmpo", "gymnax/cartpole"): _ci("tests/test_mpo.py::test_vmpo_learns_cartpole"),
+    ("vmpo", "gymnax/pendulum"): _ci("tests/test_mpo.py::test_vmpo_learns_pendulum"),
+    ("az", "gymnax/cartpole"): _ci("tests/test_alphazero.py::test_alphazero_learns_cartpole"),
+    # 122,880 of 307,200 steps; a random policy scores about -1,200
+    ("sampled_az", "gymnax/pendulum"): Coverage(
+        "ci-reduced", "tests/test_sampled_alphazero.py::test_sampled_alphazero_learns_pendulum",
+        reduced=ReducedCheck(122880, -600.0), why_not_ci="random ≈ -1,200; " + TOO_LONG_FOR_CI),
+    # 20,480 of 102,400 steps; a random policy scores about 22
+    ("spo", "gymnax/cartpole"): Coverage(
+        "ci-reduced", "tests/test_spo.py::test_spo_learns_cartpole", reduced=ReducedCheck(20480, 200.0),
+        why_not_ci="random ≈ 22; " + TOO_LONG_FOR_CI),
+    ("spo", "gymnax/pendulum"): Coverage("benchmark", why_not_ci=TOO_LONG_FOR_CI),
+    # a fifth of the 128,256 steps
+    ("mz", "gymnax/cartpole"): Coverage(
+        "ci-reduced", "tests/test_muzero.py::test_muzero_learns_cartpole", reduced=ReducedCheck(25856, 75.0),
+        why_not_ci="random ≈ 22; " + TOO_LONG_FOR_CI),
+    # 40% of the 64,256 steps, one evaluation: each is 8 episodes of searches
+    ("sampled_mz", "gymnax/pendulum"): Coverage(
+        "ci-reduced", "tests/test_sampled_muzero.py::test_sampled_muzero_learns_pendulum",
+        reduced=ReducedCheck(25856, -800.0, ("arch.num_evaluation=1",)), why_not_ci="random ≈ -1,250; "
+        + TOO_LONG_FOR_CI),
+}
+
+
+def coverage_of(algorithm: str, env: Optional[str] = None) -> Coverage:
+    """How `algorithm`'s target on `env` (its reference task when None) is checked; every target declares one."""
+    return COVERAGE[(algorithm, target_of(algorithm, env).env)]
 
 
 def target_of(algorithm: str, env: Optional[str] = None) -> LearningTarget:

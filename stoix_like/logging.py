@@ -98,6 +98,11 @@ class ConsoleLogger:
         )
 
 
+# The end-of-run evaluations and where metrics.json keeps them: both under a seed's `absolute_metrics`, the final
+# params' metrics renamed so that marl-eval's absolute metric stays the best params' own.
+END_OF_RUN_PREFIX = {"absolute": "", "final": "final_"}
+
+
 class JsonLogger:
     """marl-eval layout: env → task → algorithm → seed_k → step_i → {step_count, metric: [values]}."""
 
@@ -115,9 +120,11 @@ class JsonLogger:
         run[f"step_{sum(key.startswith('step_') for key in run)}"] = entry
         self._flush()
 
-    def absolute(self, per_episode: Mapping[str, np.ndarray], seed: int) -> None:
-        self._runs[f"seed_{seed}"]["absolute_metrics"] = {
-            name: np.asarray(v, np.float64).tolist() for name, v in per_episode.items()}
+    def absolute(self, per_episode: Mapping[str, np.ndarray], seed: int, prefix: str = "") -> None:
+        """An end-of-run evaluation under the seed's `absolute_metrics`: the best params' metrics as they are
+        (marl-eval's absolute metric), the final params' as `final_<metric>` beside them."""
+        metrics = self._runs[f"seed_{seed}"].setdefault("absolute_metrics", {})
+        metrics.update({f"{prefix}{name}": np.asarray(v, np.float64).tolist() for name, v in per_episode.items()})
         self._flush()
 
     def state(self) -> Dict[str, Any]:
@@ -352,11 +359,12 @@ class Logger:
 
     def evaluation(self, label: str, seed: int, step: int, per_episode: Mapping[str, np.ndarray],
                    extra: Mapping[str, float]) -> Dict[str, Dict[str, float]]:
-        """Log one evaluation ("eval" during training, "absolute" at the end); returns its statistics."""
+        """Log one evaluation ("eval" during training; "absolute", the best params, and "final", the final params,
+        at the end); returns its statistics."""
         stats = {name: summarize(values) for name, values in per_episode.items()}
         self._call(self.console, "evaluation", label, step, stats, self._shown_seed(seed))
-        if label == "absolute":
-            self._call(self.json, "absolute", per_episode, seed)
+        if label in END_OF_RUN_PREFIX:
+            self._call(self.json, "absolute", per_episode, seed, END_OF_RUN_PREFIX[label])
         else:
             self._call(self.json, "evaluation", step, per_episode, extra, seed)
         scalars = {f"{name}_{statistic}": value for name, by_statistic in stats.items()

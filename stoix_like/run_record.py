@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import time
 from typing import Any, Dict, NamedTuple, Optional, Sequence
 
@@ -35,12 +36,26 @@ def task_name(env_config: Any) -> str:
     return f"{name}[observed {','.join(str(int(index)) for index in observed)}]"
 
 
+def machine() -> Dict[str, Any]:
+    """What the run's wall times were measured on: a table built from logs names the machines that ran them,
+    not the machine that happens to rebuild it."""
+    processor = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as file:  # Linux names the model here; platform.processor() often does not
+            processor = next((line.split(":", 1)[1].strip() for line in file if line.startswith("model name")),
+                             processor)
+    except OSError:
+        pass
+    return {"cpu_count": os.cpu_count(), "processor": processor, "system": platform.system()}
+
+
 def started(algorithm: str, suite: str, task: str, seeds: Sequence[int], total_timesteps: int,
             config: Any) -> Dict[str, Any]:
     """The record of a run that has just started; `config` is the composed config as plain containers."""
     return {"format": FORMAT_VERSION, "algorithm": algorithm, "suite": suite, "task": task,
             "seeds": [int(seed) for seed in seeds], "total_timesteps": int(total_timesteps),
-            "status": "running", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "config": config}
+            "status": "running", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(),
+            "config": config}
 
 
 def finished(record: Dict[str, Any], timings: Timings, resumed: bool) -> Dict[str, Any]:

@@ -197,6 +197,7 @@ def test_bad_search_settings_are_refused_before_anything_compiles(compose, overr
         config_schema.validate(compose("az", [override]))
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_alphazero_learns_cartpole(compose):
     # config/az.yaml as shipped (its budget included) must meet its target in stoix_like/learning_targets.py on a

@@ -222,9 +222,11 @@ def test_a_refused_run_compiles_nothing(python_subprocess, tmp_path):
 # (stoix_like/learning_targets.py). CartPole is the default env; Pendulum's values are config/tuned/awr/gymnax/.
 # ----------------------------------------------------------------------------------------------------
 
+@pytest.mark.learning
 def test_awr_learns_cartpole(compose):
     assert_population_learns(compose, "awr", env="gymnax/cartpole")
 
 
+@pytest.mark.learning
 def test_awr_learns_pendulum(compose):
     assert_population_learns(compose, "awr", env="gymnax/pendulum")

@@ -212,18 +212,22 @@ def test_replay_ratio_line(compose):
 # must meet its target in stoix_like/learning_targets.py: an IQM bar and at most one seed below a floor.
 # ----------------------------------------------------------------------------------------------------
 
+@pytest.mark.learning
 def test_sac_learns_pendulum(compose):
     assert_population_learns(compose, "sac")
 
 
+@pytest.mark.learning
 def test_td3_learns_pendulum(compose):
     assert_population_learns(compose, "td3")
 
 
+@pytest.mark.learning
 def test_ddpg_learns_pendulum(compose):
     assert_population_learns(compose, "ddpg")
 
 
+@pytest.mark.learning
 def test_d4pg_learns_pendulum(compose):
     assert_population_learns(compose, "d4pg")
 

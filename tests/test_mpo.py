@@ -119,17 +119,21 @@ def test_the_policy_kls_of_each_head():
 # Learning: the shipped defaults of each task, as populations of seeds in one program
 # ----------------------------------------------------------------------------------------------------
 
+@pytest.mark.learning
 def test_mpo_learns_pendulum(compose):
     assert_population_learns(compose, "mpo", env="gymnax/pendulum")
 
 
+@pytest.mark.learning
 def test_mpo_learns_cartpole(compose):
     assert_population_learns(compose, "mpo", env="gymnax/cartpole")
 
 
+@pytest.mark.learning
 def test_vmpo_learns_cartpole(compose):
     assert_population_learns(compose, "vmpo", env="gymnax/cartpole")
 
 
+@pytest.mark.learning
 def test_vmpo_learns_pendulum(compose):
     assert_population_learns(compose, "vmpo", env="gymnax/pendulum")

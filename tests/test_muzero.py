@@ -215,10 +215,11 @@ def test_bad_settings_are_refused_before_anything_compiles(compose, override, na
 # one seed below 400) is measured by `benchmarks/learning_table.py --algorithms mz`, its figures in config/mz.yaml.
 # Measured (bootstraps from the network's value): IQM 137.4 [95% CI 116.3, 159.3] over seeds 0..3 (156.0, 116.3,
 # 118.8, 159.3), 101 s under load.
-CI_STEPS = 25856  # 256 warm-up steps + 5 evaluations x 20 updates x 16 steps x 16 envs
-CI_IQM_AT_LEAST = 75.0
+# The reduced budget, 25,856 steps (256 warm-up steps + 5 evaluations x 20 updates x 16 steps x 16 envs),
+# and its bar are declared in learning_targets.COVERAGE, which README's table prints.
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_muzero_learns_cartpole(compose):
-    assert_population_clears(compose, "mz", CI_STEPS, CI_IQM_AT_LEAST)
+    assert_population_clears(compose, "mz")

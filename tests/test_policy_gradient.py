@@ -103,17 +103,19 @@ def test_a_resumed_ppo_penalty_run_carries_its_beta_on(compose, tmp_path):
 
 # ----------------------------------------------------------------------------------------------------
 # Learning: each shipped default as a population of seeds in one program must meet its target in
-# stoix_like/learning_targets.py, with conftest.CI_SEEDS seeds (the 8-seed
+# stoix_like/learning_targets.py, with the seeds learning_targets.COVERAGE declares (the 8-seed
 # populations, and 1000..1007 nobody tuned on, are `python benchmarks/learning_table.py --algorithms reinforce
 # ppo_penalty dpo`).
 # ----------------------------------------------------------------------------------------------------
 
+@pytest.mark.learning
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["reinforce", "ppo_penalty", "dpo"])
 def test_learns_cartpole(compose, algorithm):
     assert_population_learns(compose, algorithm, env="gymnax/cartpole")
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["reinforce", "ppo_penalty", "dpo"])
 def test_learns_pendulum(compose, algorithm):

@@ -67,20 +67,16 @@ def test_every_algorithm_has_a_target_on_a_config_that_exists():
             assert target.seed_floor <= target.iqm_at_least
 
 
-def test_learning_table_rewrites_only_the_rows_it_measured(tmp_path, monkeypatch):
-    """`--algorithms X --update-readme` replaces X's row in README's table and keeps every other row."""
+def test_learning_table_replaces_readme_s_block_and_nothing_else(tmp_path, monkeypatch):
+    """`--from-logs` writes the rendered block between README's markers; the text around it stays as it was."""
     from conftest import REPO_ROOT
     monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
     learning_table = __import__("learning_table")
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{learning_table.TABLE_START}\n| algorithm | task |\n|---|---|\n| sac | gymnax/pendulum |"
-                      f" old sac |\n| ppo | gymnax/cartpole | old ppo |\n\nold footer\n{learning_table.TABLE_END}\noutro\n")
+    readme.write_text(f"intro\n{learning_table.TABLE_START}\n| old | table |\n\nold footer\n"
+                      f"{learning_table.TABLE_END}\noutro\n")
     monkeypatch.setattr(learning_table, "README", str(readme))
-    rows = {**learning_table.readme_rows(), ("sac", "gymnax/pendulum"): "| sac | new sac |",
-            ("dqn", "gymnax/cartpole"): "| dqn | new dqn |"}
-    learning_table.update_readme(learning_table.markdown_table(rows, "new footer"))
+    learning_table.update_readme("| new | table |\n\nnew footer")
+    assert learning_table.readme_table() == "| new | table |\n\nnew footer"
     text = readme.read_text()
-    assert text.startswith("intro\n") and text.endswith("outro\n")
-    # targets-table order (ppo, dqn, ..., sac), old ppo kept, sac replaced, dqn added, footer replaced
-    assert text.index("| ppo | gymnax/cartpole | old ppo |") < text.index("| dqn | new dqn |") < text.index("| sac | new sac |")
-    assert "old sac" not in text and "old footer" not in text and "new footer" in text
+    assert text.startswith("intro\n") and text.endswith("outro\n") and "old" not in text

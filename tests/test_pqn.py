@@ -7,6 +7,7 @@ import re
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from conftest import assert_population_learns
 
 from stoix_like import experiment
@@ -18,6 +19,7 @@ TINY = ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatc
         "arch.num_eval_episodes=2", "arch.total_timesteps=64", "network.q_network.pre_torso.layer_sizes=[16]"]
 
 
+@pytest.mark.learning
 def test_pqn_learns_cartpole(compose):
     # config/pqn.yaml as shipped (its 150,000-step budget included), seeds 0..3 in one program, must meet its
     # target in stoix_like/learning_targets.py: a population claim, never a bar on one seed

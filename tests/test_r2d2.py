@@ -194,7 +194,8 @@ def test_a_resumed_run_continues_bit_identically_with_its_recurrent_states(tmp_p
 
 # ------------------------------------------------------------------------------------------------ learning
 
+@pytest.mark.learning
 def test_r2d2_learns_cartpole_on_seeds_nobody_tuned_on(compose):
     # the shipped defaults on the untuned seeds 1000..1003 in one program; the 8-seed populations (0..7 tuned,
     # 1000..1007) are the learning table's rows
-    assert_population_learns(compose, "r2d2", first_seed=1000)
+    assert_population_learns(compose, "r2d2")  # seeds: learning_targets.COVERAGE

@@ -19,7 +19,7 @@ from stoix_like.entry import compose_config
 from stoix_like.envs.environment import DiscreteActionSpace
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import PolicyWithMemory, make_evaluator
-from stoix_like.learning_targets import target_of
+from stoix_like.learning_targets import coverage_of, target_of
 from stoix_like.networks.heads import policy_head
 from stoix_like.networks.recurrent import RecurrentActor, RecurrentCore, initial_hidden
 from stoix_like.networks.torsos import MLPTorso
@@ -207,18 +207,21 @@ def _feed_forward_budget(recurrent_steps: int) -> int:
     return -(-recurrent_steps // per_evaluation) * per_evaluation
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_memory_matters_on_the_masked_cartpole(compose):
     """Recurrent PPO's shipped defaults meet their target on CartPole without velocities (4 seeds, CI-sized; the
     learning table trains 8); feed-forward PPO's defaults, with at least as many steps, stay far below."""
     from stoix_like.learning_population import train_population
 
-    recurrent = train_population("rec_ppo", compose, first_seed=0, num_seeds=4)
+    coverage = coverage_of("rec_ppo")
+    recurrent = train_population("rec_ppo", compose, coverage.first_seed, coverage.num_seeds)
     print(recurrent.describe())
     assert not recurrent.problems, recurrent.describe()
 
     target = target_of("rec_ppo")
-    config = compose("ppo", [f"env={target.env}", "arch.seed=0", "arch.num_seeds=4",
+    config = compose("ppo", [f"env={target.env}", f"arch.seed={coverage.first_seed}",
+                             f"arch.num_seeds={coverage.num_seeds}",
                              f"arch.total_timesteps={_feed_forward_budget(recurrent.steps_per_seed)}"])
     feed_forward = summarize(experiment.train(config, ppo.learner_setup, "ppo").absolute_returns,
                              experiment.seeds_of(config), target.solved_return)
@@ -227,6 +230,7 @@ def test_memory_matters_on_the_masked_cartpole(compose):
     assert feed_forward.iqm < min(recurrent.summary.iqm / 2, target.seed_floor), feed_forward.describe()
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_memory_matters_on_memory_chain(compose):
     """bsuite's MemoryChain: recurrent PPO's shipped defaults reach 90% success (a mean return of 0.8: each episode
@@ -234,6 +238,7 @@ def test_memory_matters_on_memory_chain(compose):
     on the same seeds and budget, stays clearly below, near chance (`learning_population.compare_memory`)."""
     from stoix_like.learning_population import compare_memory
 
-    comparison = compare_memory(compose, "gymnax/memory_chain", first_seed=1000, num_seeds=4)
+    coverage = coverage_of("rec_ppo", "gymnax/memory_chain")
+    comparison = compare_memory(compose, "gymnax/memory_chain", coverage.first_seed, coverage.num_seeds)
     print(comparison.describe())
     assert not comparison.problems, comparison.describe()

@@ -23,7 +23,7 @@ from stoix_like.systems import system_module
 
 pytest.importorskip("rliable", reason="the report extra: pip install -e '.[report]'")
 
-from stoix_like.report import build, command, statistics, tables  # noqa: E402
+from stoix_like.report import build, command, statistics  # noqa: E402
 
 TINY = {
     # 4 evaluations × 1 update × 8 steps × 4 envs
@@ -57,14 +57,16 @@ def report(results_dir, tmp_path_factory):
 
 
 def logged(run_dir: pathlib.Path, algorithm: str) -> dict:
-    """seed -> (steps, mean return per evaluation, absolute return), straight from metrics.json."""
+    """seed -> (steps, mean return per evaluation, absolute return, final params' return), straight from
+    metrics.json."""
     seeds = json.loads((run_dir / "metrics.json").read_text())["gymnax"]["CartPole-v1"][algorithm]
     out = {}
     for key, entries in seeds.items():
         evaluations = [entries[f"step_{i}"] for i in range(sum(name.startswith("step_") for name in entries))]
         out[int(key.split("_")[1])] = ([entry["step_count"] for entry in evaluations],
                                        [float(np.mean(entry["episode_return"])) for entry in evaluations],
-                                       float(np.mean(entries["absolute_metrics"]["episode_return"])))
+                                       float(np.mean(entries["absolute_metrics"]["episode_return"])),
+                                       float(np.mean(entries["absolute_metrics"]["final_episode_return"])))
     return out
 
 
@@ -80,7 +82,7 @@ def table_rows(markdown: str, first_cell: str) -> dict:
     rows = {}
     for line in markdown.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if line.startswith("|") and cells[0] in TINY and len(cells) == 7 and cells[1] != first_cell:
+        if line.startswith("|") and cells[0] in TINY and len(cells) == 8 and cells[1] != first_cell:
             rows[cells[0]] = cells
     return rows
 
@@ -119,16 +121,19 @@ def test_report_tables_hold_the_json_logs_numbers(report, results_dir):
         best = [max(seeds[seed][1]) for seed in (0, 1)]
         iqm = stats.trim_mean(absolute, 0.25)
         exact = numbers["groups"][algorithm]
-        assert exact["final_returns"] == absolute and exact["final"]["IQM"]["point"] == iqm
-        low, high = exact["final"]["IQM"]["low"], exact["final"]["IQM"]["high"]
+        final = [seeds[seed][3] for seed in (0, 1)]
+        assert exact["absolute_returns"] == absolute and exact["absolute"]["IQM"]["point"] == iqm
+        assert exact["final_params_returns"] == final
+        low, high = exact["absolute"]["IQM"]["low"], exact["absolute"]["IQM"]["high"]
         assert min(absolute) <= low <= iqm <= high <= max(absolute)
         assert exact["best_eval_iqm"] == stats.trim_mean(best, 0.25)
         assert cells[1] == "2 (0..1)"
         assert cells[2] == f"{seeds[0][0][-1]:,}" == f"{record['total_timesteps']:,}"
         assert cells[3] == f"{iqm:.1f} [{low:.1f}, {high:.1f}]"
-        assert cells[4] == f"{stats.trim_mean(best, 0.25):.1f}"
-        assert cells[5] == f"{record['wall_seconds']:.0f} s"
-        assert cells[6] == f"{record['learned_steps'] / record['learn_seconds']:,.0f}"
+        assert cells[4] == f"{stats.trim_mean(final, 0.25):.1f}"
+        assert cells[5] == f"{stats.trim_mean(best, 0.25):.1f}"
+        assert cells[6] == f"{record['wall_seconds']:.0f} s"
+        assert cells[7] == f"{record['learned_steps'] / record['learn_seconds']:,.0f}"
     # the curves are the logged evaluations: the mean over seeds at each logged step
     results = built.envs[0]
     for algorithm in TINY:
@@ -139,14 +144,26 @@ def test_report_tables_hold_the_json_logs_numbers(report, results_dir):
     assert set(pair) == {"ppo", "dqn"} and "| X | Y | P(X > Y) [95% CI] |" in markdown
 
 
-def test_readme_rows_come_from_the_report_with_the_targets_verdict(report):
+def test_learning_table_cells_are_the_logs_final_and_absolute_returns_with_the_targets_verdict(report, results_dir):
+    """README's learning-table cells for one population: the IQM [CI] of the final params' and of the best params'
+    returns as logged, the seeds solved on each, and the target judged on both (a few updates solve nothing)."""
+    from stoix_like.learning_targets import target_of
+    from stoix_like.report import learning_table
+
     built, _ = report
-    rows = tables.learning_table_rows(built)
-    assert sorted(rows) == [("dqn", "gymnax/cartpole"), ("ppo", "gymnax/cartpole")]
-    iqm = built.envs[0].aggregates["ppo"]["IQM"]
-    cells = [cell.strip() for cell in rows[("ppo", "gymnax/cartpole")].strip("|").split("|")]
-    assert cells[:4] == ["ppo", "gymnax/cartpole", "128", f"{iqm.point:.1f} [{iqm.low:.1f}, {iqm.high:.1f}]"]
-    assert cells[4] == "0/2 (≥ 475)" and cells[5].startswith("MISSED: IQM ≥ 490")  # a few updates solve nothing
+    (group,) = [group for group in built.envs[0].groups if group.label == "ppo"]
+    target = target_of("ppo")
+    logged_population = learning_table.summarized(group, target)
+    seeds = logged(results_dir / "ppo", "ppo")
+    assert list(logged_population.final.returns) == [seeds[seed][3] for seed in (0, 1)]
+    assert list(logged_population.absolute.returns) == [seeds[seed][2] for seed in (0, 1)]
+    final_cell, absolute_cell, solved = learning_table._population_cells(logged_population, REPS)
+    final_iqm = stats.trim_mean([seeds[seed][3] for seed in (0, 1)], 0.25)
+    assert final_cell.startswith(f"{final_iqm:.1f} [") and absolute_cell.startswith(
+        f"{built.envs[0].aggregates['ppo']['IQM'].point:.1f} [")
+    assert solved == "0/2, 0/2"
+    verdict = learning_table.verdict(target, logged_population, None)
+    assert verdict.startswith("**MISSED** (0..7 absolute: IQM") and "0..7 final: IQM" in verdict
 
 
 def test_a_sweeps_jobs_group_by_the_keys_that_differ(results_dir, tmp_path):
@@ -222,7 +239,8 @@ def test_an_unfinished_run_is_reported_from_its_last_evaluation(results_dir, tmp
     (tmp_path / "dqn" / "metrics.json").write_text(json.dumps(metrics))
     (group,) = report_runs.group_runs(report_runs.load_runs([str(tmp_path / "dqn" / "metrics.json")]))
     seeds = logged(results_dir / "dqn", "dqn")
-    assert not group.finished and group.final_returns().tolist() == [seeds[0][1][2], seeds[1][1][2]]
+    assert not group.finished and group.absolute_returns().tolist() == [seeds[0][1][2], seeds[1][1][2]]
+    assert group.final_params_returns() is None  # no final params' return logged: none is made up
     assert "did not finish" in group.notes[0]
 
 

@@ -128,10 +128,11 @@ def test_a_short_run_runs(compose):
 # the optimiser) -603.6 on the flat optimiser and -583.5 on the old per-leaf one, seeds spread from -246 to -795. So
 # CI trains 122,880 steps: seeds 0..3 IQM -431.2 [95% CI -469.2, -274.3], untuned seeds 1000..1003 IQM -286.1
 # [-322.8, -259.5], ~75 s on 2 cores; the bar is unchanged.
-CI_STEPS = 122880  # 5 evaluations x 48 updates x 32 steps x 16 envs
-CI_IQM_AT_LEAST = -600.0
+# The reduced budget, 122,880 steps (5 evaluations x 48 updates x 32 steps x 16 envs),
+# and its bar are declared in learning_targets.COVERAGE, which README's table prints.
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_sampled_alphazero_learns_pendulum(compose):
-    assert_population_clears(compose, "sampled_az", CI_STEPS, CI_IQM_AT_LEAST)
+    assert_population_clears(compose, "sampled_az")

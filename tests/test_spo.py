@@ -186,10 +186,11 @@ def test_a_short_run_runs_with_either_action_kind(compose, env):
 # `benchmarks/learning_table.py --algorithms spo`, its figures in config/spo.yaml.
 # Measured: IQM 430.6 [95% CI 254.5, 500.0] over seeds 0..3 (500.0, 254.5, 361.2, 500.0); the test took 80 s and
 # 86 s on 2 cores shared with other jobs (40 s of it compiling, 21 s learning), above the ~70 s aimed at.
-CI_STEPS = 20480  # 5 evaluations x 8 updates x 32 steps x 16 envs
-CI_IQM_AT_LEAST = 200.0
+# The reduced budget, 20,480 steps (5 evaluations x 8 updates x 32 steps x 16 envs),
+# and its bar are declared in learning_targets.COVERAGE, which README's table prints.
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 def test_spo_learns_cartpole(compose):
-    assert_population_clears(compose, "spo", CI_STEPS, CI_IQM_AT_LEAST)
+    assert_population_clears(compose, "spo")

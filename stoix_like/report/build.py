@@ -1,7 +1,7 @@
 """A report from runs' logs, in one call: read and group the runs, estimate, draw, write.
 
     out/curves_<suite>_<task>.png   per env: mean evaluation return against env steps, a line per group
-    out/aggregates.png              per env: IQM, median, mean of final returns; P(X > Y) between groups
+    out/aggregates.png              per env: IQM, median, mean of absolute returns; P(X > Y) between groups
     out/sample_efficiency.png       per env: IQM of evaluation returns against env steps
     out/report.md                   per env: a table of the groups, the figures linked
     out/report.json                 the same numbers, exact, for programs
@@ -25,7 +25,7 @@ from stoix_like.report.statistics import CurveEstimate, Estimate
 class EnvResults:
     env: str
     groups: List[runs.Group]  # by label
-    aggregates: Dict[str, Dict[str, Estimate]]  # label -> IQM / Median / Mean of final returns
+    aggregates: Dict[str, Dict[str, Estimate]]  # label -> IQM / Median / Mean of absolute returns
     best_eval: Dict[str, float]  # label -> IQM over seeds of each seed's best evaluation
     mean_curves: Dict[str, CurveEstimate]
     iqm_curves: Dict[str, CurveEstimate]
@@ -52,17 +52,17 @@ def file_name(env: str) -> str:
 
 
 def estimate_env(env: str, groups: List[runs.Group], reps: int) -> EnvResults:
-    finals = {group.label: group.final_returns() for group in groups}
+    absolutes = {group.label: group.absolute_returns() for group in groups}
     curves = {group.label: group.curves() for group in groups}
-    aggregates = statistics.aggregate_estimates(finals, reps)
-    by_iqm = sorted(finals, key=lambda label: -aggregates[label]["IQM"].point)
+    aggregates = statistics.aggregate_estimates(absolutes, reps)
+    by_iqm = sorted(absolutes, key=lambda label: -aggregates[label]["IQM"].point)
     pairs = statistics.comparison_pairs(by_iqm)
     return EnvResults(
         env=env, groups=groups, aggregates=aggregates,
         best_eval={group.label: float(statistics.AGGREGATES["IQM"](group.best_eval_returns())) for group in groups},
         mean_curves=statistics.curve_estimates(curves, "Mean", reps),
         iqm_curves=statistics.curve_estimates(curves, "IQM", reps),
-        improvements=statistics.improvement_estimates(finals, pairs, reps) if pairs else {},
+        improvements=statistics.improvement_estimates(absolutes, pairs, reps) if pairs else {},
         curve_file=file_name(env))
 
 
@@ -117,8 +117,9 @@ def report_numbers(report: Report, out_dir: str) -> Dict[str, object]:
     return {"command": report.command, "reps": report.reps, "confidence": report.confidence, "envs": {
         results.env: {"groups": {group.label: {
             "algorithm": group.algorithm, "seeds": group.seed_numbers, "steps_per_seed": group.steps_per_seed,
-            "final_returns": listed(group.final_returns()), "finished": group.finished,
-            "final": {name: estimate._asdict() for name, estimate in results.aggregates[group.label].items()},
+            "absolute_returns": listed(group.absolute_returns()), "finished": group.finished,
+            "final_params_returns": None if (final := group.final_params_returns()) is None else listed(final),
+            "absolute": {name: estimate._asdict() for name, estimate in results.aggregates[group.label].items()},
             "best_eval_iqm": results.best_eval[group.label],
             "wall_seconds": group.wall_seconds, "steps_per_second": group.steps_per_second,
             "runs": [os.path.relpath(run.directory, out_dir) for run in group.runs], "notes": group.notes,

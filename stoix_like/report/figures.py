@@ -127,7 +127,7 @@ def _intervals(axis: Axes, rows: List[Tuple[str, Estimate]], style: Mapping[str,
 def aggregates(path: str, by_env: Mapping[str, Mapping[str, Mapping[str, Estimate]]],
                improvements_by_env: Mapping[str, Mapping[Tuple[str, str], Estimate]],
                style: Mapping[str, Style]) -> None:
-    """A row per env: IQM, median and mean of the seeds' final returns per group (best IQM first), then
+    """A row per env: IQM, median and mean of the seeds' absolute returns per group (best IQM first), then
     P(X > Y) for pairs."""
     columns = len(AGGREGATES) + 1
     heights = [max(1.6, 0.45 * max(len(estimates), len(improvements_by_env.get(env, {})) or 1) + 1.2)
@@ -137,7 +137,7 @@ def aggregates(path: str, by_env: Mapping[str, Mapping[str, Mapping[str, Estimat
     for row, (env, estimates) in zip(axes, by_env.items()):
         order = sorted(estimates, key=lambda label: -estimates[label]["IQM"].point)
         for axis, name in zip(row, AGGREGATES):
-            _intervals(axis, [(label, estimates[label][name]) for label in order], style, f"{name} of final return")
+            _intervals(axis, [(label, estimates[label][name]) for label in order], style, f"{name} of absolute return")
             axis.set_title(f"{env}: {name}")
         improvements = improvements_by_env.get(env, {})
         axis = row[-1]
@@ -150,8 +150,8 @@ def aggregates(path: str, by_env: Mapping[str, Mapping[str, Mapping[str, Estimat
         else:
             axis.text(0.5, 0.5, "one group: no pair to compare", ha="center", va="center", transform=axis.transAxes)
             axis.set_axis_off()
-    figure.suptitle(f"Final return (absolute metric) per seed: point estimates and {PERCENT} stratified-bootstrap "
-                    "CIs")
+    figure.suptitle(f"Absolute return (best params, 10× the evaluation episodes) per seed: point estimates and "
+                    f"{PERCENT} stratified-bootstrap CIs")
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)
     plt.close(figure)

@@ -26,6 +26,8 @@ from stoix_like.errors import ConfigError
 
 METRICS_FILE = "metrics.json"
 RETURN = "episode_return"
+# the final params' return beside the absolute metric (stoix_like/logging.py, END_OF_RUN_PREFIX)
+FINAL_PARAMS_RETURN = "final_episode_return"
 # Config keys that never tell two groups apart: which seeds ran, where and how it logged, how processes met.
 NOT_A_DIFFERENCE = ("arch.seed", "arch.num_seeds", "logger.", "hydra.", "arch.multihost", "arch.coordinator_address",
                     "arch.num_processes", "arch.process_id", "arch.multihost_init_timeout_seconds",
@@ -39,10 +41,12 @@ class SeedLog:
     seed: int
     steps: np.ndarray  # (evaluations,) env steps of this seed at each evaluation
     eval_returns: np.ndarray  # (evaluations,) mean return of each evaluation's episodes
-    absolute_return: Optional[float]  # mean return of its best params over the final episodes; None if unfinished
+    absolute_return: Optional[float]  # mean return of its best params over the end-of-run episodes; None if unfinished
+    # mean return of its final params over as many episodes; None if unfinished, or logged before runs recorded it
+    final_params_return: Optional[float] = None
 
     @property
-    def final_return(self) -> float:
+    def absolute_or_last_return(self) -> float:
         """The absolute return, or the last evaluation's for a run that did not finish."""
         return self.absolute_return if self.absolute_return is not None else float(self.eval_returns[-1])
 
@@ -89,9 +93,28 @@ class Group:
     def seed_numbers(self) -> List[int]:
         return [seed.seed for seed in self.seeds]
 
-    def final_returns(self) -> np.ndarray:
+    def absolute_returns(self) -> np.ndarray:
         """(seeds,) each seed's absolute return (its last evaluation's, if its run did not finish)."""
-        return np.array([seed.final_return for seed in self.seeds])
+        return np.array([seed.absolute_or_last_return for seed in self.seeds])
+
+    def final_params_returns(self) -> Optional[np.ndarray]:
+        """(seeds,) each seed's final params' return over the absolute metric's episodes; None unless every seed
+        logged one."""
+        values = [seed.final_params_return for seed in self.seeds]
+        return None if any(value is None for value in values) else np.array(values, np.float64)
+
+    @property
+    def machines(self) -> List[str]:
+        """The machines its runs recorded (run.json's `machine`), in words; "not recorded" for runs without."""
+        named = {f"{m['cpu_count']}-core {m['processor']}" if (m := (run.record or {}).get("machine"))
+                 else "not recorded" for run in self.runs}
+        return sorted(named)
+
+    @property
+    def started(self) -> Optional[str]:
+        """The day its last run started (run.json's `started`), YYYY-MM-DD."""
+        days = [started[:10] for run in self.runs if (started := (run.record or {}).get("started"))]
+        return max(days) if days else None
 
     def best_eval_returns(self) -> np.ndarray:
         return np.array([seed.best_eval_return for seed in self.seeds])
@@ -180,10 +203,12 @@ def _seed_log(key: str, entries: Dict[str, Any]) -> Optional[SeedLog]:
     if not key.startswith("seed_") or not steps:
         return None
     absolute = entries.get("absolute_metrics", {}).get(RETURN)
+    final = entries.get("absolute_metrics", {}).get(FINAL_PARAMS_RETURN)
     return SeedLog(seed=int(key.split("_", 1)[1]),
                    steps=np.array([entry["step_count"] for _, entry in steps]),
                    eval_returns=np.array([float(np.mean(entry[RETURN])) for _, entry in steps]),
-                   absolute_return=float(np.mean(absolute)) if absolute else None)
+                   absolute_return=float(np.mean(absolute)) if absolute else None,
+                   final_params_return=float(np.mean(final)) if final else None)
 
 
 def flatten(tree: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:

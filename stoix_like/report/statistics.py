@@ -74,17 +74,17 @@ def _as_runs_by_task(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, np.float64)[:, None]
 
 
-def aggregate_estimates(final_returns: Dict[str, np.ndarray], reps: int = DEFAULT_REPS, seed: int = 0
+def aggregate_estimates(returns: Dict[str, np.ndarray], reps: int = DEFAULT_REPS, seed: int = 0
                         ) -> Dict[str, Dict[str, Estimate]]:
-    """label -> {"IQM" | "Median" | "Mean" -> Estimate} of the groups' final returns, each `(seeds,)`."""
+    """label -> {"IQM" | "Median" | "Mean" -> Estimate} of the groups' end-of-run returns, each `(seeds,)`."""
     def all_aggregates(scores: np.ndarray) -> np.ndarray:
         return np.array([aggregate(scores) for aggregate in AGGREGATES.values()])
 
     points, intervals = _interval_estimates(
-        {label: _as_runs_by_task(values) for label, values in final_returns.items()}, all_aggregates, reps, seed)
+        {label: _as_runs_by_task(values) for label, values in returns.items()}, all_aggregates, reps, seed)
     return {label: {name: Estimate(float(points[label][i]), float(intervals[label][0, i]),
                                    float(intervals[label][1, i])) for i, name in enumerate(AGGREGATES)}
-            for label in final_returns}
+            for label in returns}
 
 
 def _iqm_per_step(scores: np.ndarray) -> np.ndarray:
@@ -118,7 +118,7 @@ def comparison_pairs(iqm_order: Sequence[str]) -> List[Tuple[str, str]]:
     return [(iqm_order[0], y) for y in iqm_order[1:]]
 
 
-def improvement_estimates(final_returns: Dict[str, np.ndarray], pairs: Sequence[Tuple[str, str]],
+def improvement_estimates(returns: Dict[str, np.ndarray], pairs: Sequence[Tuple[str, str]],
                           reps: int = DEFAULT_REPS, seed: int = 0) -> Dict[Tuple[str, str], Estimate]:
     """(X, Y) -> P(X > Y): the probability that a seed of X ends above a seed of Y (ties count half), with the
     interval of rliable's independent stratified bootstrap (each group's seeds resampled on their own)."""
@@ -127,7 +127,7 @@ def improvement_estimates(final_returns: Dict[str, np.ndarray], pairs: Sequence[
 
     names = {pair: f"{pair[0]} > {pair[1]}" for pair in pairs}
     points, intervals = _interval_estimates(
-        {names[(x, y)]: [_as_runs_by_task(final_returns[x]), _as_runs_by_task(final_returns[y])] for x, y in pairs},
+        {names[(x, y)]: [_as_runs_by_task(returns[x]), _as_runs_by_task(returns[y])] for x, y in pairs},
         improvement, reps, seed)
     return {pair: Estimate(float(points[names[pair]][0]), float(intervals[names[pair]][0, 0]),
                            float(intervals[names[pair]][1, 0])) for pair in pairs}

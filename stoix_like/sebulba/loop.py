@@ -2,7 +2,7 @@
 
 budget → CPU envs (actors', eval's) → the system's `sebulba_setup` → resume? → start actors →
 [an update per rollout of every actor thread → params to the actors → log, evaluate, checkpoint every interval]
-→ stop every thread, close every env → absolute metric.
+→ stop every thread, close every env → absolute metric (best params) and final return (final params).
 
 The learner runs in the main thread. Each update takes one rollout from every actor thread's bounded queue (so
 every update learns from the same envs, and the budget is a whole number of rollouts per thread: the actors stop
@@ -28,7 +28,7 @@ from stoix_like import checkpointing, config_schema, host_keys, parallel, run_re
 from stoix_like.cpu_threads import start_backend_with_cpu_threads
 from stoix_like.envs.cpu_vector_env import CpuVectorEnv, make_cpu_envs
 from stoix_like.errors import ConfigError
-from stoix_like.experiment import ABSOLUTE_METRIC_EPISODE_FACTOR, RunResult, eval_params_of, run_dir_of
+from stoix_like.experiment import RunResult, end_of_run_returns, eval_params_of, run_dir_of
 from stoix_like.logging import Logger
 from stoix_like.sebulba.actors import Rollout, VersionedParams, make_act_step, run_actor
 from stoix_like.sebulba.evaluation import Evaluate, make_cpu_evaluator
@@ -201,17 +201,18 @@ def _learn(config: DictConfig, setup: SebulbaSetup, layout: Layout, budget: budg
     if progress.steps_done != budget.total_timesteps or env_steps != budget.total_timesteps - first_update * budget.steps_per_update:
         raise AssertionError(f"ran {progress.steps_done} steps ({env_steps} here), budget was {budget.total_timesteps}")
     supervisor.raise_if_failed()
-    absolute_returns = _absolute_metric(logger, evaluate, progress, seed)
+    absolute_returns, final_returns = end_of_run_returns(evaluate, logger, [seed], progress,
+                                                         [eval_params_of(setup, learner_state)])
     learned_here = env_steps
     resumed = first_update > 0
     logger.message(
         f"done: {progress.steps_done:,} steps | first update (compiling) {compile_seconds:.1f}s | learning "
         f"{learn_seconds:.1f}s | best eval return {progress.best_returns[0]:.2f} | absolute return "
-        f"{absolute_returns[0]:.2f}")
+        f"{absolute_returns[0]:.2f} | final return {final_returns[0]:.2f}")
     logger.message(f"logs: {logger.run_dir}")
     logger.finish(run_record.Timings(time.perf_counter() - wall_start, compile_seconds, learn_seconds, learned_here),
                   resumed=resumed)
-    return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns),
+    return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns), final_returns,
                      progress.steps_done, learner_state, compile_seconds, learn_seconds, learned_here)
 
 
@@ -246,16 +247,6 @@ def _evaluate_and_save(config: DictConfig, setup: SebulbaSetup, budget: budget_l
     if saved:
         logger.message(f"checkpoint: {saved}")
     return progress
-
-
-def _absolute_metric(logger: Logger, evaluate: Evaluate, progress: checkpointing.Progress, seed: int) -> List[float]:
-    """The best params' mean return over 10× the evaluation episodes, as Anakin's absolute metric."""
-    _, absolute_key = host_keys.split(progress.eval_keys[0])
-    rounds = [evaluate(progress.best_params[0], key)
-              for key in host_keys.split(absolute_key, ABSOLUTE_METRIC_EPISODE_FACTOR)]
-    per_episode = {name: np.concatenate([r[name] for r in rounds]) for name in rounds[0]}
-    stats = logger.evaluation("absolute", seed, progress.steps_done, per_episode, {})
-    return [stats["episode_return"]["mean"]]
 
 
 def _refuse_non_finite(train_metrics: Dict[str, np.ndarray], update: int, budget: budget_lib.Budget) -> None:

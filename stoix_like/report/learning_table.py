@@ -1,0 +1,207 @@
+"""README's learning table, rendered from committed logs alone: one row per learning target.
+
+Each row is two populations of the target's shipped defaults, each 8 seeds in one program: seeds 0..7 (the
+population the defaults were tuned on, logged in `<runs>/<algorithm>/<suite>/<task>/`) and seeds 1000..1007,
+which nobody tuned on (`<untuned>/<algorithm>/<suite>/<task>/`). For each population it shows the IQM of the
+seeds' *final* returns (the params training ended with, what a user keeps) and of their *absolute* returns (the
+best evaluated params), each over 10× the evaluation episodes, with 95% bootstrap intervals and the seeds that
+solved the task. The verdict judges the target on all four; `checked by` prints the target's declared coverage
+(`learning_targets.COVERAGE`). A target without logs is an error, never a row kept from before.
+
+`benchmarks/learning_table.py --from-logs` writes the result into README.md, and tests/test_learning_claims.py
+fails when README's block differs from what the logs render.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from stoix_like import population
+from stoix_like.errors import ConfigError
+from stoix_like.learning_targets import LearningTarget, all_targets, coverage_of, shortfalls, target_of
+from stoix_like.report import runs, statistics
+from stoix_like.report.statistics import Estimate
+
+RowKey = Tuple[str, str]  # (algorithm, env option)
+TUNED_FIRST_SEED, UNTUNED_FIRST_SEED, SEEDS_PER_POPULATION = 0, 1000, 8
+HEADER = [
+    "| algorithm | task | steps per seed | seeds 0..7: final IQM [95% CI] | absolute IQM [95% CI] "
+    "| solved: final, absolute | seeds 1000..1007 (untuned): final IQM [95% CI] | absolute IQM [95% CI] "
+    "| solved: final, absolute | target, judged on all four | checked by | wall time (0..7) | logged |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+
+class Population(NamedTuple):
+    """One logged population of a target: its group of runs and the two summaries the verdict reads."""
+
+    group: runs.Group
+    absolute: population.PopulationSummary
+    final: Optional[population.PopulationSummary]  # None where the logs hold no final-params returns
+
+
+def target_groups(paths: Sequence[str]) -> Dict[RowKey, runs.Group]:
+    """The groups logged under `paths` that are an algorithm's shipped defaults (no differing config) on a task
+    it has a learning target for, by (algorithm, env option)."""
+    existing = [path for path in paths if os.path.isdir(path)]
+    if not existing:
+        return {}
+    found: Dict[RowKey, runs.Group] = {}
+    for group in runs.group_runs(runs.load_runs(existing)):
+        option = runs.env_option_of(group.suite, group.task)
+        if group.label != group.algorithm or option is None:
+            continue
+        try:
+            target_of(group.algorithm, option)
+        except KeyError:  # an algorithm or task without a learning target has no row
+            continue
+        found[(group.algorithm, option)] = group
+    return found
+
+
+def summarized(group: runs.Group, target: LearningTarget) -> Population:
+    final = group.final_params_returns()
+    return Population(
+        group, population.summarize(group.absolute_returns().tolist(), group.seed_numbers, target.solved_return),
+        None if final is None else population.summarize(final.tolist(), group.seed_numbers, target.solved_return))
+
+
+def missing_rows(tuned: Dict[RowKey, runs.Group]) -> List[RowKey]:
+    return [(algorithm, target.env) for algorithm, target in all_targets() if (algorithm, target.env) not in tuned]
+
+
+def render(tuned: Dict[RowKey, runs.Group], untuned: Dict[RowKey, runs.Group],
+           reps: int = statistics.DEFAULT_REPS) -> str:
+    """The whole table block: header, one row per target in learning_targets' order, and the footer."""
+    missing = missing_rows(tuned)
+    if missing:
+        raise ConfigError("no logged population for " + ", ".join(f"{a} on {e}" for a, e in missing)
+                          + ": train it with `python benchmarks/learning_table.py --algorithms "
+                          + " ".join(f"{a}@{e}" for a, e in missing) + " --update-readme`")
+    lines = list(HEADER)
+    for algorithm, target in all_targets():
+        key = (algorithm, target.env)
+        lines.append(row(algorithm, target, summarized(tuned[key], target),
+                         summarized(untuned[key], target) if key in untuned else None, reps))
+    return "\n".join([*lines, "", footer([*tuned.values(), *untuned.values()])])
+
+
+def row(algorithm: str, target: LearningTarget, tuned: Population, untuned: Optional[Population], reps: int) -> str:
+    _check_seeds(algorithm, target, tuned, TUNED_FIRST_SEED)
+    cells = [algorithm, target.env, f"{tuned.group.steps_per_seed:,}", *_population_cells(tuned, reps)]
+    if untuned is None:
+        cells += ["not logged", "not logged", "—"]
+    else:
+        _check_seeds(algorithm, target, untuned, UNTUNED_FIRST_SEED)
+        if untuned.group.steps_per_seed != tuned.group.steps_per_seed:
+            raise ConfigError(f"{algorithm} on {target.env}: the untuned population trained "
+                              f"{untuned.group.steps_per_seed:,} steps per seed, the tuned one "
+                              f"{tuned.group.steps_per_seed:,}: log both on the shipped defaults")
+        cells += _population_cells(untuned, reps)
+    cells += [verdict(target, tuned, untuned), coverage_of(algorithm, target.env).describe(algorithm, target.env),
+              _seconds(tuned.group.wall_seconds), tuned.group.started or "?"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _check_seeds(algorithm: str, target: LearningTarget, logged: Population, first_seed: int) -> None:
+    wanted = list(range(first_seed, first_seed + SEEDS_PER_POPULATION))
+    if logged.group.seed_numbers != wanted:
+        raise ConfigError(f"{algorithm} on {target.env}: logged seeds {logged.group.seed_numbers}, the table's "
+                          f"population is {wanted[0]}..{wanted[-1]}")
+
+
+def _population_cells(logged: Population, reps: int) -> List[str]:
+    """final IQM [CI], absolute IQM [CI], solved (final, absolute)."""
+    digits = _digits(logged.absolute.returns)
+    absolute = _estimate(logged.group.absolute_returns(), f"{logged.group.label} absolute", reps)
+    if logged.final is None:
+        final_cell, final_solved = "not logged", "—"
+    else:
+        final = _estimate(np.asarray(logged.final.returns), f"{logged.group.label} final", reps)
+        final_cell, final_solved = _shown(final, digits), _solved(logged.final)
+    return [final_cell, _shown(absolute, digits), f"{final_solved}, {_solved(logged.absolute)}"]
+
+
+def verdict(target: LearningTarget, tuned: Population, untuned: Optional[Population]) -> str:
+    """`met` when every logged summary meets the target; else what misses, on which population and metric."""
+    judged = [("0..7 absolute", tuned.absolute), ("0..7 final", tuned.final)]
+    if untuned is not None:
+        judged += [("1000..1007 absolute", untuned.absolute), ("1000..1007 final", untuned.final)]
+    misses = [f"{name}: " + "; ".join(problems) for name, summary in judged if summary is not None
+              and (problems := shortfalls(target, summary))]
+    unjudged = [name for name, summary in judged if summary is None]
+    bar = (f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}; "
+           f"solved ≥ {target.solved_return:g}")
+    head = "met" if not misses else "**MISSED** (" + "; ".join(misses) + ")"
+    tail = "" if not unjudged else f"; not judged: {', '.join(unjudged)} (not logged)"
+    return f"{head}: {bar}{tail}"
+
+
+def footer(groups: Sequence[runs.Group]) -> str:
+    machines = sorted({machine for group in groups for machine in group.machines})
+    days = sorted({day for group in groups if (day := group.started)})
+    return ("Each population is the shipped defaults of one algorithm on one task, its 8 seeds in one program "
+            "(`arch.num_seeds=8`). *Final*: each seed's final params; *absolute*: its best evaluated params; each "
+            "over 10× the evaluation episodes. Logged " + (f"{days[0]} to {days[-1]}" if len(days) > 1 else
+                                                           (days[0] if days else "on no recorded day"))
+            + " on " + "; ".join(machines) + " (wall times include compilation and depend on the machine and its "
+            "load). Rendered from docs/results/runs/ (seeds 0..7) and docs/results/untuned/ (seeds 1000..1007) by "
+            "`python benchmarks/learning_table.py --from-logs`; a population is re-measured by `python "
+            "benchmarks/learning_table.py --algorithms NAME[@suite/task] [--first-seed 1000] --update-readme`.")
+
+
+def _estimate(values: np.ndarray, label: str, reps: int) -> Estimate:
+    return statistics.aggregate_estimates({label: np.asarray(values, np.float64)}, reps)[label]["IQM"]
+
+
+def _digits(returns: Sequence[float]) -> int:
+    """One digit after the point, three for returns within [-1, 1] (success rates, shares of right answers)."""
+    return 3 if max(abs(r) for r in returns) <= 1.0 else 1
+
+
+def _shown(estimate: Estimate, digits: int) -> str:
+    return f"{estimate.point:.{digits}f} [{estimate.low:.{digits}f}, {estimate.high:.{digits}f}]"
+
+
+def _solved(summary: population.PopulationSummary) -> str:
+    return f"{summary.num_solved}/{len(summary.seeds)}"
+
+
+def _seconds(value: Optional[float]) -> str:
+    return "?" if value is None else f"{value:.0f} s"
+
+
+# ------------------------------------------------------------------------------------------- Sebulba's table
+# Sebulba trains one seed per run (its actor threads hold one seed's params), so a population is a folder of
+# single-seed runs, `<root>/<population>/seed_<k>/`, each folder one configuration (benchmarks/sebulba_population.py).
+SEBULBA_HEADER = [
+    "| population (docs/results/sebulba/) | algorithm, network | seeds | steps per seed | final IQM [95% CI] "
+    "| absolute IQM [95% CI] | solved: final, absolute | target | wall time (all runs) | logged |",
+    "|---|---|---|---|---|---|---|---|---|---|"]
+
+
+def sebulba_table(root: str) -> str:
+    """A row per population folder under `root`, judged against learning_targets.SEBULBA_TARGETS."""
+    from stoix_like.learning_targets import SEBULBA_TARGETS
+
+    lines = list(SEBULBA_HEADER)
+    for folder in sorted(os.listdir(root)):
+        (group,) = runs.group_runs(runs.load_runs([os.path.join(root, folder)]))
+        target = SEBULBA_TARGETS[group.algorithm]
+        logged = summarized(group, target)
+        network = "shared torso" if group.runs[0].config.get("network.shared_torso") else "separate torsos"
+        seeds = group.seed_numbers
+        problems = [f"{name}: " + "; ".join(missed) for name, summary in (("absolute", logged.absolute),
+                                                                           ("final", logged.final))
+                    if summary is not None and (missed := shortfalls(target, summary))]
+        bar = (f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}; "
+               f"solved ≥ {target.solved_return:g}")
+        judged = ("met" if not problems else "**MISSED** (" + "; ".join(problems) + ")") + f": {bar}" + (
+            "; final not judged (not logged)" if logged.final is None else "")
+        cells = [folder, f"{group.algorithm}, {network}", f"{len(seeds)} ({seeds[0]}..{seeds[-1]})",
+                 f"{group.steps_per_seed:,}", *_population_cells(logged, statistics.DEFAULT_REPS), judged,
+                 _seconds(group.wall_seconds), group.started or "?"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

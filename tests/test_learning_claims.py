@@ -1,0 +1,135 @@
+"""What README claims about learning is what the committed logs and the tests say, and nothing more.
+
+- README's learning table is the rendering of docs/results/runs/ and docs/results/untuned/ (no row kept by hand);
+- a target without logs is an error, not a row;
+- every target declares how it is checked (learning_targets.COVERAGE), and a `ci` or `ci-reduced` declaration
+  names a test that exists, is marked `learning`, and trains that algorithm with the helper that asserts it;
+- every test that trains a population is marked `learning`, so `pytest -m learning` selects them all.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from typing import Dict, List, Tuple
+
+import pytest
+from conftest import REPO_ROOT
+
+from stoix_like.errors import ConfigError
+from stoix_like.learning_targets import COVERAGE, all_targets, coverage_of
+
+TESTS = REPO_ROOT / "tests"
+# the helpers that train a population and judge it: a test calling one is a learning check
+POPULATION_HELPERS = {"assert_population_learns", "assert_population_clears", "train_population", "compare_memory"}
+HELPER_OF_KIND = {"ci": {"assert_population_learns", "train_population", "compare_memory"},
+                  "ci-reduced": {"assert_population_clears"}}
+
+
+def module_test_functions() -> Dict[Tuple[str, str], ast.FunctionDef]:
+    """(tests/<file>.py, function name) -> its definition, for every module-level test function."""
+    found = {}
+    for path in sorted(TESTS.glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                found[(f"tests/{path.name}", node.name)] = node
+    return found
+
+
+def marked_learning(function: ast.FunctionDef) -> bool:
+    return any(ast.unparse(decorator) == "pytest.mark.learning" for decorator in function.decorator_list)
+
+
+def called_names(function: ast.FunctionDef) -> List[str]:
+    return [node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            for node in ast.walk(function) if isinstance(node, ast.Call)]
+
+
+def named_strings(function: ast.FunctionDef) -> List[str]:
+    """Every string literal of the function, its decorators (a parametrize list) included."""
+    return [node.value for part in (function, *function.decorator_list) for node in ast.walk(part)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def test_every_target_declares_how_it_is_checked_and_nothing_else_is_declared():
+    targets = {(algorithm, target.env) for algorithm, target in all_targets()}
+    assert set(COVERAGE) == targets
+    for (algorithm, env), coverage in COVERAGE.items():
+        assert coverage.kind in ("ci", "ci-reduced", "benchmark"), (algorithm, env)
+        assert (coverage.test is None) == (coverage.kind == "benchmark"), (algorithm, env)
+        assert (coverage.reduced is not None) == (coverage.kind == "ci-reduced"), (algorithm, env)
+        assert bool(coverage.why_not_ci) == (coverage.kind != "ci"), f"{algorithm} on {env}: say why it is not ci"
+
+
+def test_each_ci_declaration_names_a_learning_test_that_trains_that_algorithm():
+    functions = module_test_functions()
+    for (algorithm, env), coverage in COVERAGE.items():
+        if coverage.test is None:
+            continue
+        file, name = coverage.test.split("::")
+        function = functions.get((file, name))
+        assert function is not None, f"{algorithm} on {env}: {coverage.test} does not exist"
+        assert marked_learning(function), f"{coverage.test} is not marked learning"
+        assert HELPER_OF_KIND[coverage.kind] & set(called_names(function)), (
+            f"{coverage.test} calls none of {sorted(HELPER_OF_KIND[coverage.kind])}, as a {coverage.kind} check must")
+        strings = named_strings(function)
+        assert algorithm in strings, f"{coverage.test} does not train {algorithm}"
+        if env != all_targets_first(algorithm):
+            assert env in strings, f"{coverage.test} does not train {algorithm} on {env}"
+
+
+def all_targets_first(algorithm: str) -> str:
+    """The algorithm's reference task, which a test may leave implicit (env=None)."""
+    return next(target.env for name, target in all_targets() if name == algorithm)
+
+
+def test_every_test_that_trains_a_population_is_marked_learning():
+    unmarked = [f"{file}::{name}" for (file, name), function in module_test_functions().items()
+                if POPULATION_HELPERS & set(called_names(function)) and not marked_learning(function)]
+    assert not unmarked, f"learning checks without @pytest.mark.learning: {unmarked}"
+
+
+def test_a_ci_check_trains_the_seeds_its_coverage_declares():
+    # the helpers read the seeds from the declaration: PPO keeps its 8 untuned seeds in CI
+    assert coverage_of("ppo").describe("ppo", "gymnax/cartpole") == "ci: 8 seeds 1000..1007"
+    assert coverage_of("mz").describe("mz", "gymnax/cartpole").startswith("ci-reduced: 4 seeds 0..3 at 25,856 steps")
+
+
+@pytest.fixture(scope="module")
+def learning_table_cli(tmp_path_factory):
+    pytest.importorskip("rliable", reason="the report extra: pip install -e '.[report]'")
+    import sys
+
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+    try:
+        yield __import__("learning_table")
+    finally:
+        sys.path.remove(str(REPO_ROOT / "benchmarks"))
+
+
+def test_readme_s_learning_table_is_what_the_committed_logs_render(learning_table_cli):
+    """Every figure of the table comes from docs/results/runs/ and docs/results/untuned/: a hand-edited cell, or
+    logs changed without `python benchmarks/learning_table.py --from-logs`, fails here."""
+    assert learning_table_cli.readme_table() == learning_table_cli.rendered_table(), (
+        "README.md's learning table is not what the logs render: run `python benchmarks/learning_table.py "
+        "--from-logs`")
+
+
+def test_a_target_without_logs_is_an_error_not_a_row(learning_table_cli, tmp_path):
+    source = pathlib.Path(learning_table_cli.RUNS)
+    runs = tmp_path / "runs"
+    for run_json in source.glob("*/*/*/run.json"):
+        if run_json.parent.relative_to(source).parts[0] != "sac":  # every target but SAC's keeps its logs
+            target = runs / run_json.parent.relative_to(source)
+            target.mkdir(parents=True)
+            for name in ("run.json", "metrics.json"):
+                (target / name).write_bytes((run_json.parent / name).read_bytes())
+    with pytest.raises(ConfigError, match="no logged population for (.*, )?sac on gymnax/pendulum"):
+        learning_table_cli.rendered_table(str(runs), learning_table_cli.UNTUNED)
+
+
+def test_readme_s_sebulba_table_is_what_the_committed_logs_render(learning_table_cli):
+    assert learning_table_cli.readme_table(learning_table_cli.SEBULBA_BLOCK) == \
+        learning_table_cli.rendered_sebulba_table(), (
+        "README.md's Sebulba table is not what docs/results/sebulba renders: run `python benchmarks/learning_table.py "
+        "--from-logs`")
