@@ -521,6 +521,7 @@ class TreeSearchBlock:
 @dataclass
 class AZSchema(TreeSearchBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
     gae_lambda: float = key(GAE_LAMBDA)
+    ent_coef: float = key(ENT_COEF)
 
 
 @dataclass
@@ -529,7 +530,6 @@ class SampledAZSchema(AZSchema):
     bonus that keeps the policy's scale from collapsing."""
 
     num_sampled_actions: Optional[int] = key(NUM_SAMPLED_ACTIONS)
-    ent_coef: float = key(ENT_COEF)
 
 
 @dataclass

@@ -172,6 +172,24 @@ def test_clipped_double_q_target_by_hand():
                                rtol=1e-6)
 
 
+def test_a_saturated_deterministic_actor_gets_its_gradient_back_only_inward():
+    """tanh_returning_inward: tanh forward; backward, a gradient that moves the action back inside the box passes
+    undamped, one that pushes it further out is damped by tanh's slope, as plain tanh damps every gradient."""
+    from stoix_like.networks.heads import tanh_returning_inward
+
+    x = jnp.asarray([-40.0, -40.0, 0.5, 40.0])
+    np.testing.assert_array_equal(tanh_returning_inward(x), jnp.tanh(x))
+    # the loss's gradient on y = tanh(x) is `cotangent`; a descent step moves y by -cotangent
+    cotangent = jnp.asarray([-1.0, 1.0, -1.0, 2.0])  # inward, outward, outward from the interior, inward
+    _, pullback = jax.vjp(tanh_returning_inward, x)
+    (grad,) = pullback(cotangent)
+    slope = 1.0 - jnp.tanh(x) ** 2
+    np.testing.assert_allclose(grad, [-1.0, 1.0 * slope[1], -1.0 * slope[2], 2.0], rtol=1e-6)
+    (interior_inward,) = pullback(jnp.asarray([0.0, 0.0, 1.0, 0.0]))
+    assert float(interior_inward[2]) == 1.0  # inward is inward anywhere: towards 0, as through the identity
+    assert float(jax.grad(lambda v: jnp.sum(jnp.tanh(v) * cotangent))(x)[0]) == 0.0  # plain tanh: nothing comes back
+
+
 def test_categorical_td_learning_loss_by_hand():
     atoms = jnp.asarray([0.0, 1.0, 2.0])
     logits_tm1 = jnp.log(jnp.asarray([[0.2, 0.5, 0.3], [0.2, 0.5, 0.3]]))

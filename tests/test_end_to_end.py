@@ -70,6 +70,11 @@ def check_marl_eval_metrics(run_dir: pathlib.Path, suite: str, task: str, seed: 
     absolute = run["absolute_metrics"]["episode_return"]
     assert len(absolute) == 10 * num_eval_episodes  # experiment.ABSOLUTE_METRIC_EPISODE_FACTOR
     assert all(isinstance(value, float) for value in absolute)
+    # the final params' return beside it, over as many episodes: what a user keeps, judged as the best params are
+    final = run["absolute_metrics"]["final_episode_return"]
+    assert len(final) == len(absolute) and all(isinstance(value, float) for value in final)
+    assert set(run["absolute_metrics"]) == {"episode_return", "episode_length", "final_episode_return",
+                                            "final_episode_length"}
 
 
 @pytest.mark.parametrize("env_name", [

@@ -57,17 +57,47 @@ def _box_fields(action_space: ContinuousActionSpace) -> dict:
     )
 
 
+@jax.custom_vjp
+def tanh_returning_inward(x: jax.Array) -> jax.Array:
+    """tanh, whose gradient is not damped where it would move the action back inside the box.
+
+    A deterministic actor follows dQ/da through its tanh, whose slope 1 − tanh² vanishes at the edges: an actor that
+    an early critic pushes deep into saturation (pre-activations of ±40, where the slope is ~1e-34) gets no gradient
+    back, whatever the critic later says, and plays one edge action in every state for the rest of the run (D4PG on
+    Pendulum, seed 1007: a = −1 everywhere, return −1,439, while the critic's |dQ/da| was 7.5). Here a gradient that
+    points inward passes as if through the identity; one that points further out is damped by tanh's slope as
+    usual, so the box is still approached, never pushed through. The forward pass is tanh's."""
+    return jnp.tanh(x)
+
+
+def _tanh_forward(x: jax.Array) -> Tuple[jax.Array, jax.Array]:
+    y = jnp.tanh(x)
+    return y, y
+
+
+def _tanh_backward(y: jax.Array, cotangent: jax.Array) -> Tuple[jax.Array]:
+    # a descent step moves y by -cotangent: inward (towards 0) when cotangent and y share a sign
+    inward = cotangent * y > 0
+    return (jnp.where(inward, cotangent, cotangent * (1.0 - y * y)),)
+
+
+tanh_returning_inward.defvjp(_tanh_forward, _tanh_backward)
+
+
 class DeterministicHead(nn.Module):
-    """A deterministic policy: tanh keeps the action in [-1, 1]; the env's bounds are applied on the way out."""
+    """A deterministic policy: tanh keeps the action in [-1, 1]; the env's bounds are applied on the way out.
+    `inward_gradient`: squash with `tanh_returning_inward`, so a saturated actor can come back."""
 
     action_dim: int
     low: tuple
     high: tuple
+    inward_gradient: bool = False
 
     @nn.compact
     def __call__(self, features: jax.Array, action_mask: jax.Array) -> DeterministicAction:
         del action_mask  # continuous actions have none
-        action = jnp.tanh(nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(0.01))(features))
+        squash = tanh_returning_inward if self.inward_gradient else jnp.tanh
+        action = squash(nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(0.01))(features))
         return DeterministicAction(action, jnp.asarray(self.low, jnp.float32), jnp.asarray(self.high, jnp.float32))
 
 

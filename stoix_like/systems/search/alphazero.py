@@ -52,16 +52,23 @@ def _every_action(dist: Any, value: Array, observation: Observation, key: jax.Ar
     return mcts.Expansion(dist.logits, value, observation.action_mask, ())
 
 
-def _distil_search_weights(dist: Any, search_weights: Array, key: jax.Array) -> Tuple[Array, Dict[str, Array]]:
-    del key  # a categorical's entropy is exact
-    loss = policy_distillation_loss(search_weights, dist.logits)
-    return loss, {"actor_loss": loss, "entropy": jnp.mean(dist.entropy())}
+def distil_search_weights(ent_coef: float) -> Callable[[Any, Array, jax.Array], Tuple[Array, Dict[str, Array]]]:
+    """The policy's loss: cross-entropy to the search's weights, minus `ent_coef` × its entropy (0: none)."""
+
+    def policy_loss(dist: Any, search_weights: Array, key: jax.Array) -> Tuple[Array, Dict[str, Array]]:
+        del key  # a categorical's entropy is exact
+        distillation = policy_distillation_loss(search_weights, dist.logits)
+        entropy = jnp.mean(dist.entropy())
+        return distillation - ent_coef * entropy, {"actor_loss": distillation, "entropy": entropy}
+
+    return policy_loss
 
 
-# AlphaZero's: every discrete action at every node, the policy distilled from the search's weights over them
-EVERY_ACTION = SearchedPolicy(expand=_every_action, env_action=mcts.index_is_action,
-                              policy_target=lambda root, output: output.action_weights,
-                              policy_loss=_distil_search_weights)
+def every_action(ent_coef: float) -> SearchedPolicy:
+    """AlphaZero's: every discrete action at every node, the policy distilled from the search's weights over them."""
+    return SearchedPolicy(expand=_every_action, env_action=mcts.index_is_action,
+                          policy_target=lambda root, output: output.action_weights,
+                          policy_loss=distil_search_weights(ent_coef))
 
 
 # plan(search params, key, env states [B], timesteps [B]) -> (action to store [B], env action [B, ...], recorded):
@@ -110,8 +117,8 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
                    config: DictConfig, budget: Budget, search: Search | None = None) -> Learner:
     """`env` is the unbatched train env: the learner steps a batch of it, and the search copies of each.
     `search` defaults to AlphaZero's tree search over every action."""
-    search = tree_search(EVERY_ACTION) if search is None else search
     system = config.system
+    search = tree_search(every_action(float(system.ent_coef))) if search is None else search
     actor_apply, critic_apply = apply_fns
     batched_env = VmapWrapper(env)
 
