@@ -50,6 +50,8 @@ SPECS: Dict[str, Spec] = {
     "network.*.*.dueling": flag("separate value and advantage streams"),
     "network.*.action_head.min_scale": real("(0, inf)", "the tanh-Gaussian policy's least pre-tanh scale: a floor "
                                                          "under its exploration"),
+    "network.*.action_head.inward_gradient": flag("the deterministic actor's tanh passes gradients that point back "
+                                                  "inside (-1, 1) undamped, so a saturated actor can recover"),
     "network.*.*.noisy": flag("noisy layers in the head"),
     "network.*.pre_torso.channels": int_list(POSITIVE_INT, "the convolutions' output channels, one per conv layer"),
     "network.*.pre_torso.kernel_sizes": int_list(POSITIVE_INT, "the convolutions' square kernel sizes"),
