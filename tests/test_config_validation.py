@@ -521,7 +521,8 @@ def test_describe_lists_every_key_with_its_type_default_and_meaning(python_subpr
     described = [line.split()[0] for line in lines[1:]]
     assert described == [key for key, _ in config_schema.leaves(config)]
     q_lr = next(line for line in lines if line.startswith("system.q_lr "))
-    assert "greater than 0" in q_lr and "0.001" in q_lr and "the q_network's (a Q-function) learning rate" in q_lr
+    assert "greater than 0" in q_lr and f" {config.system.q_lr:g} " in q_lr
+    assert "the q_network's (a Q-function) learning rate" in q_lr
     assert "compiled the learner" not in completed.stdout and "replay ratio" not in completed.stdout
 
 
