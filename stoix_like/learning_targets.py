@@ -187,6 +187,10 @@ def _ci(test: str, first_seed: int = 0, num_seeds: int = 4) -> Coverage:
 POLICY_GRADIENT_TESTS = "tests/test_policy_gradient.py::test_learns_"
 # Why a target is not re-checked at its shipped budget in CI: CI's whole suite must stay under 40 minutes on 2 cores.
 TOO_LONG_FOR_CI = "its budget is beyond CI's time"
+# Learning checks taken out of CI to keep it under 40 minutes (they cost 165-180 s of a core each in the clean-clone
+# run of 2026-11-28): their parts keep unit tests and short runs in CI, and both of their logged populations stay in
+# README's table.
+MOVED_FOR_CI_TIME = "moved out of CI for its time; its parts keep their CI tests"
 COVERAGE: Dict[Tuple[str, str], Coverage] = {
     ("ppo", "gymnax/cartpole"): _ci("tests/test_ppo.py::test_ppo_learns_cartpole_on_seeds_nobody_tuned_on", 1000, 8),
     ("ppo", "navix/empty_8x8"): Coverage("benchmark", why_not_ci=TOO_LONG_FOR_CI),
@@ -196,7 +200,7 @@ COVERAGE: Dict[Tuple[str, str], Coverage] = {
     ("rec_ppo", "gymnax/cartpole_masked"): _ci("tests/test_recurrent.py::test_memory_matters_on_the_masked_cartpole"),
     ("rec_ppo", "gymnax/memory_chain"): _ci("tests/test_recurrent.py::test_memory_matters_on_memory_chain", 1000),
     ("rec_ppo", "popjax/repeat_previous"): Coverage("benchmark", why_not_ci=TOO_LONG_FOR_CI),
-    ("r2d2", "gymnax/cartpole"): _ci("tests/test_r2d2.py::test_r2d2_learns_cartpole_on_seeds_nobody_tuned_on", 1000),
+    ("r2d2", "gymnax/cartpole"): Coverage("benchmark", why_not_ci=MOVED_FOR_CI_TIME),
     ("r2d2", "gymnax/cartpole_masked"): Coverage("benchmark", why_not_ci=TOO_LONG_FOR_CI),
     ("ppo_penalty", "gymnax/cartpole"): _ci(POLICY_GRADIENT_TESTS + "cartpole"),
     ("ppo_penalty", "gymnax/pendulum"): _ci(POLICY_GRADIENT_TESTS + "pendulum"),
@@ -206,7 +210,8 @@ COVERAGE: Dict[Tuple[str, str], Coverage] = {
     ("dqn", "gymnax/cartpole"): _ci("tests/test_value_based.py::test_dqn_learns_cartpole_on_seeds_nobody_tuned_on",
                                     1000),
     **{(name, "gymnax/cartpole"): _ci(f"tests/test_value_based.py::test_{name}_learns_cartpole")
-       for name in ("ddqn", "mdqn", "dqn_reg", "c51", "qr_dqn", "rainbow")},
+       for name in ("ddqn", "mdqn", "dqn_reg", "c51", "qr_dqn")},
+    ("rainbow", "gymnax/cartpole"): Coverage("benchmark", why_not_ci=MOVED_FOR_CI_TIME),
     **{(name, "gymnax/pendulum"): _ci(f"tests/test_continuous.py::test_{name}_learns_pendulum")
        for name in ("sac", "td3", "ddpg", "d4pg")},
     ("awr", "gymnax/cartpole"): _ci("tests/test_awr.py::test_awr_learns_cartpole"),
@@ -229,11 +234,7 @@ COVERAGE: Dict[Tuple[str, str], Coverage] = {
     ("mz", "gymnax/cartpole"): Coverage(
         "ci-reduced", "tests/test_muzero.py::test_muzero_learns_cartpole", reduced=ReducedCheck(25856, 75.0),
         why_not_ci="random ≈ 22; " + TOO_LONG_FOR_CI),
-    # 40% of the 64,256 steps, one evaluation: each is 8 episodes of searches
-    ("sampled_mz", "gymnax/pendulum"): Coverage(
-        "ci-reduced", "tests/test_sampled_muzero.py::test_sampled_muzero_learns_pendulum",
-        reduced=ReducedCheck(25856, -800.0, ("arch.num_evaluation=1",)), why_not_ci="random ≈ -1,250; "
-        + TOO_LONG_FOR_CI),
+    ("sampled_mz", "gymnax/pendulum"): Coverage("benchmark", why_not_ci=TOO_LONG_FOR_CI),
 }
 
 

@@ -210,8 +210,6 @@ def train_then_resume(compose, algorithm: str, run: Sequence[str], checkpoints: 
 # everything named `*_learns_*` (a population) counts as LONG_BY_DEFAULT unless listed.
 EXPECTED_SECONDS = {
     "test_every_continuous_action_learner_runs_on_brax": 170,  # per env, four or five systems each
-    "test_rainbow_learns_cartpole": 255,
-    "test_r2d2_learns_cartpole_on_seeds_nobody_tuned_on": 230,
     "test_memory_matters_on_the_masked_cartpole": 225,  # two populations
     "test_d4pg_learns_pendulum": 110,
     "test_td3_learns_pendulum": 184,
@@ -229,7 +227,6 @@ EXPECTED_SECONDS = {
     "test_muzero_learns_cartpole": 145,
     "test_sampled_alphazero_learns_pendulum": 66,
     "test_spo_learns_cartpole": 86,
-    "test_sampled_muzero_learns_pendulum": 144,
     "test_sac_runs_on_brax_ant": 80,  # brax compiled into an entry-point run
     "test_ppo_runs_end_to_end": 60,
     "test_a_command_line_run_keeps_its_compiled_programs_for_the_next_one": 40,  # two runs in subprocesses
@@ -251,7 +248,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     """Long tests first, longest first; the rest keep their order.
 
     pytest-xdist gives each worker a contiguous share of the collection, and an idle worker steals from the back of
-    the other's queue. A long test left near the end (rainbow's population closed test_value_based.py) keeps one
+    the other's queue. A long test left near the end (once, rainbow's population closing test_value_based.py) keeps one
     core busy while the other idles; queued longest first, the run ends on short tests that the two workers share
     evenly. The figures only order the queue: a stale one costs balance, never a result.
     """

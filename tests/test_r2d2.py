@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
-from conftest import assert_population_learns, compose_config, run_python
+from conftest import compose_config, run_python
 
 from stoix_like import config_schema
 from stoix_like.errors import ConfigError
@@ -190,12 +190,3 @@ def test_a_resumed_run_continues_bit_identically_with_its_recurrent_states(tmp_p
     assert len(got) == len(want)
     for leaf, expected in zip(got, want):
         np.testing.assert_array_equal(leaf, expected)
-
-
-# ------------------------------------------------------------------------------------------------ learning
-
-@pytest.mark.learning
-def test_r2d2_learns_cartpole_on_seeds_nobody_tuned_on(compose):
-    # the shipped defaults on the untuned seeds 1000..1003 in one program; the 8-seed populations (0..7 tuned,
-    # 1000..1007) are the learning table's rows
-    assert_population_learns(compose, "r2d2")  # seeds: learning_targets.COVERAGE

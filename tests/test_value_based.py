@@ -368,11 +368,6 @@ def test_qr_dqn_learns_cartpole(compose):
 
 
 @pytest.mark.learning
-def test_rainbow_learns_cartpole(compose):
-    assert_population_learns(compose, "rainbow")
-
-
-@pytest.mark.learning
 def test_dqn_learns_cartpole_on_seeds_nobody_tuned_on(compose):
     # seeds 1000..1003, the family's shifted check, on DQN (in place of DQN's tuned seeds 0..7, README's row): the
     # scalar members share its settings and cost, the distributional ones cost 2-4x more. Every member was measured

@@ -153,7 +153,7 @@ def footer(groups: Sequence[runs.Group]) -> str:
 
 
 def _estimate(values: np.ndarray, label: str, reps: int) -> Estimate:
-    return statistics.aggregate_estimates({label: np.asarray(values, np.float64)}, reps)[label]["IQM"]
+    return statistics.iqm_estimate(np.asarray(values, np.float64), label, reps)
 
 
 def _digits(returns: Sequence[float]) -> int:

@@ -87,6 +87,21 @@ def aggregate_estimates(returns: Dict[str, np.ndarray], reps: int = DEFAULT_REPS
             for label in returns}
 
 
+def _iqm(scores: np.ndarray) -> np.ndarray:
+    """(seeds, 1) -> (1,): scipy's trim_mean(·, 0.25) of the scores, without its per-call argument handling, which
+    cost 40x the arithmetic: README's learning table bootstraps 152 populations 2,000 times each."""
+    flat = np.sort(scores.ravel())
+    cut = int(0.25 * flat.size)  # as trim_mean: this many values cut from each end
+    return np.array([flat[cut:flat.size - cut].mean()])
+
+
+def iqm_estimate(returns: np.ndarray, label: str, reps: int = DEFAULT_REPS, seed: int = 0) -> Estimate:
+    """The IQM of one group's end-of-run returns `(seeds,)` and its interval: `aggregate_estimates(...)[label]
+    ["IQM"]` (the same resamples, which do not depend on the statistic), at a fraction of the cost."""
+    points, intervals = _interval_estimates({label: _as_runs_by_task(returns)}, _iqm, reps, seed)
+    return Estimate(float(points[label][0]), float(intervals[label][0, 0]), float(intervals[label][1, 0]))
+
+
 def _iqm_per_step(scores: np.ndarray) -> np.ndarray:
     """(seeds, 1, steps) -> (steps,): `metrics.aggregate_iqm` at each step, as one trim_mean over the seed axis
     (rliable's aggregate_iqm is scipy's trim_mean(·, 0.25); one call for all steps is ~10× faster)."""
