@@ -115,11 +115,11 @@ def _check_seeds(algorithm: str, target: LearningTarget, logged: Population, fir
 def _population_cells(logged: Population, reps: int) -> List[str]:
     """final IQM [CI], absolute IQM [CI], solved (final, absolute)."""
     digits = _digits(logged.absolute.returns)
-    absolute = _estimate(logged.group.absolute_returns(), f"{logged.group.label} absolute", reps)
+    absolute = statistics.iqm_estimate(logged.group.absolute_returns(), f"{logged.group.label} absolute", reps)
     if logged.final is None:
         final_cell, final_solved = "not logged", "—"
     else:
-        final = _estimate(np.asarray(logged.final.returns), f"{logged.group.label} final", reps)
+        final = statistics.iqm_estimate(np.asarray(logged.final.returns), f"{logged.group.label} final", reps)
         final_cell, final_solved = _shown(final, digits), _solved(logged.final)
     return [final_cell, _shown(absolute, digits), f"{final_solved}, {_solved(logged.absolute)}"]
 
@@ -150,10 +150,6 @@ def footer(groups: Sequence[runs.Group]) -> str:
             "load). Rendered from docs/results/runs/ (seeds 0..7) and docs/results/untuned/ (seeds 1000..1007) by "
             "`python benchmarks/learning_table.py --from-logs`; a population is re-measured by `python "
             "benchmarks/learning_table.py --algorithms NAME[@suite/task] [--first-seed 1000] --update-readme`.")
-
-
-def _estimate(values: np.ndarray, label: str, reps: int) -> Estimate:
-    return statistics.iqm_estimate(np.asarray(values, np.float64), label, reps)
 
 
 def _digits(returns: Sequence[float]) -> int:
