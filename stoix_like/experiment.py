@@ -28,7 +28,7 @@ from stoix_like import parallel
 from stoix_like.cpu_threads import start_backend_for_run
 from stoix_like.errors import ConfigError
 from stoix_like.evaluator import EvalPolicy, Evaluator, make_evaluator
-from stoix_like.logging import Logger, summarize
+from stoix_like.logging import Logger, format_duration, summarize
 from stoix_like.system_contract import (LearnerOutput, LearnerSetup, SebulbaLearnerSetup, SebulbaSetup,
                                         SystemSetup)
 
@@ -199,6 +199,10 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
         progress, evaluated = evaluate_seeds(loop, learned, progress, train_means)
         progress = dataclasses.replace(progress, evaluations_done=evaluation + 1, log_history=logger.json_state())
         save_checkpoint(loop, checkpoints, learner_state, progress, evaluated)
+        if evaluation == first_evaluation:
+            logger.message(expected_wall_time(time.perf_counter() - run_start, learned_steps_per_second(
+                call_budget, learn_seconds, calls_per_evaluation), evaluation + 1, budget.num_evaluation,
+                time.perf_counter() - wall_start))
 
     if progress.steps_done != budget.total_timesteps:  # the budget arithmetic is the contract; never drift from it
         raise AssertionError(f"ran {progress.steps_done} steps, budget was {budget.total_timesteps}")
@@ -212,6 +216,22 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
                   resumed=first_evaluation > 0)
     return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns), final_returns,
                      progress.steps_done, learner_state, compile_seconds, learn_seconds, learned_here)
+
+
+def learned_steps_per_second(call_budget: budget_lib.Budget, learn_seconds: float, calls: int) -> float:
+    """Env steps per second (per seed) of the learn calls timed so far."""
+    return calls * call_budget.steps_per_evaluation / max(learn_seconds, 1e-9)
+
+
+def expected_wall_time(interval_seconds: float, steps_per_second: float, intervals_done: int, intervals: int,
+                       elapsed: float) -> str:
+    """The run's expected wall time, from its first evaluation interval (learning, evaluating, saving): a user
+    sees within one interval whether the budget fits the time they have. The end-of-run evaluations of the best
+    and final params are not counted."""
+    remaining = interval_seconds / max(intervals_done, 1) * (intervals - intervals_done)
+    return (f"expected wall time: about {format_duration(elapsed + remaining)} in all, {format_duration(remaining)} "
+            f"from now: learning ran at {steps_per_second:,.0f} steps/s per seed, and the first interval with its "
+            f"evaluation took {interval_seconds:.1f}s")
 
 
 # ----------------------------------------------------------------------------------------------------------------

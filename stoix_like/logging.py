@@ -35,7 +35,7 @@ def summarize(values: np.ndarray) -> Dict[str, float]:
             "max": float(values.max())}
 
 
-def _format_duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
     if not math.isfinite(seconds):
         return "?"
     seconds = int(round(seconds))
@@ -86,7 +86,7 @@ class ConsoleLogger:
         losses = " ".join(f"{name} {value:.3g}" for name, value in extra.items())
         self._write(
             f"[train{_seed_label(seed)}] step {step:,}/{total:,} ({100.0 * step / total:5.1f}%) | return "
-            f"{train_return:8.2f} | {steps_per_second:,.0f} steps/s | ETA {_format_duration(eta_seconds)}"
+            f"{train_return:8.2f} | {steps_per_second:,.0f} steps/s | ETA {format_duration(eta_seconds)}"
             + (f" | {losses}" if losses else "")
         )
 

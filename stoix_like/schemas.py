@@ -347,6 +347,7 @@ GAE_LAMBDA = real("[0, 1]", "the lambda of GAE / TD(lambda) returns: 0 one-step 
 VF_COEF = real("(0, inf)", "the weight of the value loss: 0 would never train the critic")
 ENT_COEF = real("[0, inf)", "the weight of the entropy bonus")
 STANDARDIZE_ADVANTAGES = flag("standardise advantages over each minibatch (off-policy: each sampled batch)")
+REWARD_SCALE = real("(0, inf)", "the factor rewards are scaled by in the targets (logged returns stay unscaled)")
 
 
 @dataclass
@@ -358,20 +359,25 @@ class PolicyGradientBlock:
     ent_coef: float = key(ENT_COEF)
     vf_coef: float = key(VF_COEF)
     standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
+    reward_scale: float = key(REWARD_SCALE)
 
 
 CLIP_EPS = real("(0, inf)", "the clipping range of the value's move per update (PPO's critic) and, in PPO, of the "
                             "probability ratio")
+CLIP_VALUE_LOSS = flag("PPO's critic: the value may move at most clip_eps from its prediction per update; off: plain "
+                       "regression (brax's PPO; returns in the hundreds need it off)")
 
 
 @dataclass
 class PPOSchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
     clip_eps: float = key(CLIP_EPS)
+    clip_value_loss: bool = key(CLIP_VALUE_LOSS)
 
 
 @dataclass
 class PPOPenaltySchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
     clip_eps: float = key(CLIP_EPS)
+    clip_value_loss: bool = key(CLIP_VALUE_LOSS)
     kl_target: float = key(real("(0, inf)", "PPO-penalty's target KL(pi_old || pi) per update: beta halves below "
                                             "kl_target / 1.5 and doubles above 1.5 kl_target"))
     init_kl_coef: float = key(real("(0, inf)", "PPO-penalty's initial beta, the KL penalty's weight"))
@@ -380,6 +386,7 @@ class PPOPenaltySchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRat
 @dataclass
 class DPOSchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, OnPolicyBatchesBlock, SystemBlock):
     clip_eps: float = key(CLIP_EPS)
+    clip_value_loss: bool = key(CLIP_VALUE_LOSS)
     drift_alpha: float = key(real("(0, inf)", "DPO's drift scale where the advantage is >= 0; the paper's is 2"))
     drift_beta: float = key(real("(0, inf)", "DPO's drift scale where the advantage is < 0; the paper's is 0.6"))
 
@@ -399,7 +406,7 @@ class IMPALASchema(PolicyGradientBlock, CriticLearningRate, ActorLearningRate, O
 
 @dataclass
 class PQNSchema(EpsilonGreedyBlock, QLearningRate, OnPolicyBatchesBlock, SystemBlock):
-    reward_scale: float = key(real("(0, inf)", "the factor rewards are scaled by in the targets"))
+    reward_scale: float = key(REWARD_SCALE)
     q_lambda: float = key(real("[0, 1]", "Q(lambda)'s lambda: 0 one-step targets, 1 Monte-Carlo"))
 
 

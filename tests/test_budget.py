@@ -13,7 +13,7 @@ import pytest
 
 from stoix_like import envs as envs_lib
 from stoix_like import experiment
-from stoix_like.budget import make_budget, split_envs
+from stoix_like.budget import Budget, make_budget, split_envs
 from stoix_like.errors import ConfigError
 from stoix_like.systems.on_policy import ppo
 
@@ -174,3 +174,19 @@ def test_ppo_refuses_minibatches_that_do_not_divide_the_rollout(compose):
     train_env, _ = envs_lib.make(config.env)
     with pytest.raises(ConfigError, match=r"system\.num_minibatches=3 must divide .*=32; try one of \[1, 2, 4\]"):
         ppo.learner_setup(train_env, jax.random.PRNGKey(0), config, budget)
+
+
+def test_the_expected_wall_time_extends_the_first_interval_over_the_budget():
+    # 40 s gone (setup and compilation included), the first of 10 intervals took 10 s: 90 s remain
+    line = experiment.expected_wall_time(10.0, 9_700.0, 1, 10, 40.0)
+    assert line.startswith("expected wall time: about 2m10s in all, 1m30s from now:"), line
+    assert "9,700 steps/s per seed" in line and "took 10.0s" in line
+    # resumed at interval 4 of 10, two intervals of 12 s each since: 6 remain
+    assert "1m12s from now" in experiment.expected_wall_time(24.0, 1.0, 2, 8, 30.0)
+
+
+def test_learned_steps_per_second_counts_every_call_of_the_interval():
+    # 1,000 steps per call: 2 updates × 50 steps × 10 envs
+    call_budget = Budget(total_timesteps=8_000, n_devices=1, update_batch_size=1, num_envs=10, rollout_length=50,
+                         num_evaluation=8, updates_per_evaluation=2, warmup_steps=0)
+    assert experiment.learned_steps_per_second(call_budget, 0.5, 4) == 8_000.0

@@ -452,6 +452,10 @@ def _registered_names(suite: str) -> set:
         from brax import envs
 
         return set(envs._envs)
+    if suite == "playground":
+        from mujoco_playground import dm_control_suite
+
+        return set(dm_control_suite.ALL_ENVS)
     import jumanji
 
     return set(jumanji.registered_environments())
@@ -465,7 +469,7 @@ def test_env_config_has_exact_keys_and_registered_name(path):
                            "observation_layout", "eval_metric", "solved_return"}
     assert config["max_episode_steps"] is None or config["max_episode_steps"] >= 1
     assert config["suite"] == path.parent.name
-    if config["suite"] in ("gymnax", "brax", "jumanji"):  # the optional suites' names: tests/test_suites.py
+    if config["suite"] in ("gymnax", "brax", "jumanji", "playground"):  # the optional suites' names: tests/test_suites.py
         assert config["scenario"]["name"] in _registered_names(config["suite"])
     assert config["eval_metric"] == "episode_return"
     assert isinstance(config["kwargs"], dict)
@@ -475,7 +479,7 @@ def test_env_configs_exist():
     names = {f"{path.parent.name}/{path.stem}" for path in ENV_CONFIGS}
     assert names >= {
         "gymnax/cartpole", "gymnax/acrobot", "gymnax/pendulum",
-        "brax/ant", "brax/halfcheetah", "brax/hopper",
+        "brax/ant", "brax/halfcheetah", "brax/hopper", "brax/walker2d", "brax/humanoid",
         "jumanji/snake", "jumanji/game2048",
     }  # fmt: skip
 

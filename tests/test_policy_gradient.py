@@ -120,3 +120,34 @@ def test_learns_cartpole(compose, algorithm):
 @pytest.mark.parametrize("algorithm", ["reinforce", "ppo_penalty", "dpo"])
 def test_learns_pendulum(compose, algorithm):
     assert_population_learns(compose, algorithm, env="gymnax/pendulum")
+
+
+def test_reward_scale_scales_the_rewards_the_targets_read_and_no_logged_return():
+    from stoix_like.systems.on_policy.policy_gradient import transitions
+    from stoix_like.types import RolloutStep
+
+    steps = RolloutStep(
+        done=jnp.array([[False], [True]]), discount=jnp.array([[1.0], [0.0]]), action=jnp.zeros((2, 1)),
+        reward=jnp.array([[1.5], [-2.0]]), observation=jnp.zeros((2, 1, 3)), next_observation=jnp.zeros((2, 1, 3)),
+        policy_extras={"log_prob": jnp.zeros((2, 1)), "behaviour": ()},
+        episode_metrics={"episode_return": jnp.array([[0.0], [-0.5]])})
+    scaled = transitions(steps, jnp.zeros((2, 1)), jnp.zeros((2, 1)), 10.0)
+    np.testing.assert_allclose(scaled.reward, [[15.0], [-20.0]])
+    np.testing.assert_allclose(scaled.episode_metrics["episode_return"], [[0.0], [-0.5]])  # the env's own
+
+
+@pytest.mark.parametrize("clip_value_loss", [True, False])
+def test_ppo_critic_clips_the_value_move_only_when_asked(clip_value_loss):
+    """With returns in the hundreds an absolute clip of 0.2 per update holds the critic back: off, the value keeps
+    its gradient towards a target far beyond the clip."""
+    from omegaconf import OmegaConf
+
+    from stoix_like.systems.on_policy.policy_gradient import ppo_critic
+
+    critic = ppo_critic(OmegaConf.create({"clip_eps": 0.2, "clip_value_loss": clip_value_loss}))
+    values_before, targets = jnp.zeros(4), jnp.full(4, 100.0)
+    gradient = jax.grad(lambda values: critic(values, values_before, targets))(jnp.full(4, 1.0))  # moved past 0.2
+    if clip_value_loss:
+        np.testing.assert_allclose(gradient, 0.0)
+    else:
+        np.testing.assert_allclose(gradient, (1.0 - 100.0) / 4)

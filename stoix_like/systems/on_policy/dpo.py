@@ -31,7 +31,7 @@ def drift_objective(system: DictConfig) -> ActorObjective:
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     return policy_gradient.set_up(env, key, config, budget, drift_objective(config.system),
-                                  policy_gradient.clipped_critic(config.system.clip_eps))
+                                  policy_gradient.ppo_critic(config.system))
 
 
 def run_experiment(config: DictConfig) -> float:

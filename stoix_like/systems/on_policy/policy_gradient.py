@@ -100,6 +100,13 @@ def regression_critic(values: Array, values_before: Array, targets: Array) -> Ar
     return jnp.mean(l2_loss(values - targets))
 
 
+def ppo_critic(system: DictConfig) -> CriticLoss:
+    """PPO's critic as `system.clip_value_loss` says: clipped at `clip_eps` per update, or plain regression. The
+    clip is absolute, so when returns run into the hundreds (brax locomotion) it holds the value back for hundreds
+    of updates; brax's own PPO does not clip."""
+    return clipped_critic(system.clip_eps) if system.clip_value_loss else regression_critic
+
+
 class MinibatchApply(NamedTuple):
     """How a learner applies its networks to one of its minibatches (feed-forward: to each step alone; recurrent:
     to whole sequences from their stored hidden state), so that one loss and one update serve both."""
@@ -231,7 +238,7 @@ def make_learn_from_steps(networks: PolicyAndValue, update_fns: ActorCriticUpdat
     def learn_from_steps(state, steps: RolloutStep) -> Tuple[Any, ActorCriticTransition, Metrics]:
         values, next_values = rollout.step_and_successor_values(
             lambda observation: networks.value(state.params, observation), state.obs_norm, steps)
-        traj = transitions(steps, values, next_values)
+        traj = transitions(steps, values, next_values, system.reward_scale)
         advantages, targets = rollout_targets(networks, state.params, state.obs_norm, traj)
         acting_obs_norm = state.obs_norm  # learn_from_rollout moves the statistics only after learning
         learn_minibatch = functools.partial(update_minibatch, objective_state=objective.state_of(state))
@@ -259,16 +266,17 @@ def get_learner_fn(env: VmapWrapper, networks: PolicyAndValue, update_fns: Actor
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def transitions(steps: RolloutStep, values: Array, next_values: Array) -> ActorCriticTransition:
-    """A rollout's steps as the transitions GAE and the losses read; `steps.policy_extras` holds what `act`
-    recorded (log-prob, the acting distribution's parameters)."""
+def transitions(steps: RolloutStep, values: Array, next_values: Array, reward_scale: float) -> ActorCriticTransition:
+    """A rollout's steps as the transitions GAE and the losses read, rewards × `reward_scale` (the episode metrics
+    keep the env's own returns); `steps.policy_extras` holds what `act` recorded (log-prob, the acting
+    distribution's parameters)."""
     return ActorCriticTransition(
         done=steps.done,
         truncated=steps.done & (steps.discount != 0.0),
         action=steps.action,
         value=values,
         next_value=next_values,
-        reward=steps.reward,
+        reward=reward_scale * steps.reward,
         log_prob=steps.policy_extras["log_prob"],
         behaviour=steps.policy_extras["behaviour"],
         observation=steps.observation,

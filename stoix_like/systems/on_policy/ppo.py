@@ -32,7 +32,7 @@ def clipped_objective(system: DictConfig) -> ActorObjective:
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     return policy_gradient.set_up(env, key, config, budget, clipped_objective(config.system),
-                                  policy_gradient.clipped_critic(config.system.clip_eps))
+                                  policy_gradient.ppo_critic(config.system))
 
 
 def sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int
@@ -40,7 +40,7 @@ def sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Budget,
     """The same PPO update, fed by Sebulba's actor threads (arch=sebulba)."""
     return policy_gradient.sebulba_set_up(envs, key, config, budget, n_learner_devices,
                                           clipped_objective(config.system),
-                                          policy_gradient.clipped_critic(config.system.clip_eps))
+                                          policy_gradient.ppo_critic(config.system))
 
 
 def run_experiment(config: DictConfig) -> float:

@@ -39,7 +39,7 @@ def kl_penalty_objective(system: DictConfig) -> ActorObjective:
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
     return policy_gradient.set_up(env, key, config, budget, kl_penalty_objective(system),
-                                  policy_gradient.clipped_critic(system.clip_eps), state_type=PPOPenaltyLearnerState,
+                                  policy_gradient.ppo_critic(system), state_type=PPOPenaltyLearnerState,
                                   kl_coef=jnp.asarray(system.init_kl_coef, jnp.float32))
 
 

@@ -94,7 +94,7 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
     actor_apply, critic_apply = apply_fns
     update_minibatch = functools.partial(
         policy_gradient.make_update_minibatch(sequence_apply(apply_fns), update_fns, system,
-                                              clipped_objective(system), policy_gradient.clipped_critic(system.clip_eps)),
+                                              clipped_objective(system), policy_gradient.ppo_critic(system)),
         objective_state=())
 
     def act(state: RecurrentLearnerState, observation: Observation, key: jax.Array):
@@ -123,7 +123,8 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
                                                            config.arch.rollout_unroll)
         next_values = successor_values(state.params.critic, state.obs_norm, steps.policy_extras["critic_hidden"],
                                        steps.next_observation)
-        traj = policy_gradient.transitions(steps, steps.policy_extras["value"], next_values)
+        traj = policy_gradient.transitions(steps, steps.policy_extras["value"], next_values,
+                                           system.reward_scale)
         advantages, targets = truncated_gae(
             traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma, system.gae_lambda)
         sequences = Sequences(start_hidden, *jax.tree_util.tree_map(
