@@ -1,7 +1,6 @@
 """Ours against brax's own PPO trainer on a brax task: the same env, budget, update shape, hyperparameters and seeds.
 
     python benchmarks/brax_learning_peer.py --task ant [--first-seed 1000] [--num-seeds 4] [--side ours|brax|both]
-    python benchmarks/brax_learning_peer.py --task ant --table     # print the comparison from the saved logs
 
 Ours trains the seeds as one population in one program (`python -m experiments.ppo env=brax/<task>
 arch.seed=S arch.num_seeds=N`, the task's tuned defaults composed by `env=`). brax's trainer
@@ -12,15 +11,18 @@ one after another, with the hyperparameters read from that same composed config:
   `unroll_length` = `system.rollout_length`, `batch_size × num_minibatches` = `num_envs`), `system.epochs` passes
   (`num_updates_per_batch`) over `system.num_minibatches` minibatches;
 - γ, λ, clip ε, learning rate, entropy and value-loss weights, gradient-norm clip, reward scaling, observation
-  normalisation, network sizes and activation: the same numbers;
-- what stays brax's own: its constant learning rate (ours decays linearly to 0), its advantage normalisation over
-  the whole minibatch, its value loss without clipping, and its time-limit handling (`bootstrap_on_timeout`, on
-  here, as ours always bootstraps a truncation).
+  normalisation and network sizes: the same numbers; brax takes one activation for both networks, the critic's;
+- what stays brax's own: its constant learning rate (ours decays linearly to 0), its policy's state-independent
+  noise scale (ours is a function of the state), its initialisation, and its time-limit handling (it masks the
+  truncated step out of the loss; ours bootstraps it. Its `bootstrap_on_timeout` reads a `time_out` that brax's own
+  episode wrapper does not set).
 
-Each side's per-seed returns go to `docs/results/brax_peer/<algo>/<task>/<side>_<first seed>.json` (ours also keeps
-its full run logs beside them). "final" is the last evaluation of the final params; "absolute" is, for ours, the
-best params re-evaluated over 10× the episodes, and for brax (which keeps no best params) its best evaluation,
-which is if anything generous to brax. Wall time is the whole program: compilation, learning and evaluations.
+Ours logs its run into `docs/results/brax_peer/ppo/<task>/ours_<first seed>/`; brax's per-seed returns go to
+`docs/results/brax_peer/ppo/<task>/brax_<first seed>.json`. README's "Continuous control" table is rendered from
+both (`python benchmarks/learning_table.py --from-logs`). "final" is the final params' return (ours: over 10× the
+evaluation episodes; brax: its last evaluation); "absolute" is, for ours, the best params re-evaluated over 10× the
+episodes, and for brax (which keeps no best params) its best evaluation, which is if anything generous to brax.
+Wall time is the whole program: compilation, learning and evaluations.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import argparse
 import functools
 import json
 import os
+import shutil
 import sys
 import time
 from typing import Any, Dict, List
@@ -39,35 +42,34 @@ RESULTS = os.path.join(REPO_ROOT, "docs", "results", "brax_peer")
 TASKS = ("ant", "halfcheetah", "hopper", "walker2d", "humanoid")
 
 
-def composed(task: str, first_seed: int, num_seeds: int, run_dir: str, overrides: List[str]):
+def composed(task: str, first_seed: int, num_seeds: int, run_dir: str):
+    """The shipped defaults `env=brax/<task>` composes (its tuned file), for these seeds, logging into run_dir."""
     from stoix_like.entry import compose_config
 
     return compose_config("ppo", [f"env=brax/{task}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
-                                  f"logger.base_exp_path={run_dir}", *overrides])
+                                  f"logger.base_exp_path={run_dir}"])
 
 
-def run_ours(config) -> Dict[str, Any]:
+def run_ours(config) -> None:
+    """The population in one program; its run logs (final and absolute returns, wall time) are the record."""
     from stoix_like import experiment
     from stoix_like.systems import system_module
 
-    start = time.perf_counter()
-    result = experiment.train(config, system_module("ppo").learner_setup, "ppo")
-    return {"final": [float(r) for r in result.final_returns], "absolute": [float(r) for r in result.absolute_returns],
-            "wall_seconds": time.perf_counter() - start}
+    experiment.train(config, system_module("ppo").learner_setup, "ppo")
 
 
-def _one_activation(config) -> str:
-    actor = str(config.network.actor_network.pre_torso.activation)
-    critic = str(config.network.critic_network.pre_torso.activation)
-    if actor != critic:  # brax's network factory takes one activation for both networks
-        sys.exit(f"brax's trainer takes one activation; the config's actor has {actor} and its critic {critic}")
-    return actor
+def brax_activation(config):
+    """brax's network factory takes one activation for both networks: the critic's, whose size and activation
+    mattered most on ant (a 64x64 tanh critic plateaued near 1,600)."""
+    from flax import linen
+
+    name = str(config.network.critic_network.pre_torso.activation)
+    return getattr(linen, {"silu": "swish"}.get(name, name))
 
 
 def brax_kwargs(config) -> Dict[str, Any]:
     """brax.training's PPO arguments for the same update as `config`'s (see the module's docstring)."""
     from brax.training.agents.ppo import networks as ppo_networks
-    from flax import linen
 
     system, arch = config.system, config.arch
     steps_per_update = int(arch.total_num_envs) * int(system.rollout_length)
@@ -90,12 +92,11 @@ def brax_kwargs(config) -> Dict[str, Any]:
         max_grad_norm=float(system.max_grad_norm),
         reward_scaling=float(system.reward_scale),
         normalize_observations=bool(system.normalize_observations),
-        bootstrap_on_timeout=True,
         network_factory=functools.partial(
             ppo_networks.make_ppo_networks,
             policy_hidden_layer_sizes=tuple(config.network.actor_network.pre_torso.layer_sizes),
             value_hidden_layer_sizes=tuple(config.network.critic_network.pre_torso.layer_sizes),
-            activation=getattr(linen, {"silu": "swish"}.get(_one_activation(config), _one_activation(config)))),
+            activation=brax_activation(config)),
     ), steps_per_update
 
 
@@ -138,29 +139,25 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=1000)
     parser.add_argument("--num-seeds", type=int, default=4)
     parser.add_argument("--side", choices=("ours", "brax", "both"), default="both")
-    parser.add_argument("--table", action="store_true", help="print the saved comparison, train nothing")
-    parser.add_argument("overrides", nargs="*", help="config overrides for both sides (key=value)")
     args = parser.parse_args()
     if args.num_seeds < 1:
         parser.error("--num-seeds must be at least 1")
     out_dir = os.path.join(RESULTS, "ppo", args.task)
+    ours_dir = os.path.join(out_dir, f"ours_{args.first_seed}")
     seeds = list(range(args.first_seed, args.first_seed + args.num_seeds))
-    config = composed(args.task, args.first_seed, args.num_seeds, os.path.relpath(out_dir), args.overrides)
-    sides = ("ours", "brax") if args.side == "both" else (args.side,)
-    if not args.table:
-        os.makedirs(out_dir, exist_ok=True)
-        for side in sides:
-            result = run_ours(config) if side == "ours" else run_brax(config, seeds)
-            result.update(seeds=seeds, total_timesteps=int(config.arch.total_timesteps), overrides=args.overrides,
-                          date=time.strftime("%Y-%m-%d"))
-            with open(os.path.join(out_dir, f"{side}_{args.first_seed}.json"), "w") as file:
-                json.dump(result, file, indent=1)
-    print(f"PPO on brax/{args.task}, {int(config.arch.total_timesteps):,} steps per seed, seeds {seeds[0]}..{seeds[-1]}")
-    for side in ("ours", "brax"):
-        path = os.path.join(out_dir, f"{side}_{args.first_seed}.json")
-        if os.path.exists(path):
-            with open(path) as file:
-                print(describe(side, json.load(file), seeds))
+    config = composed(args.task, args.first_seed, args.num_seeds, os.path.relpath(ours_dir))
+    if args.side in ("ours", "both"):
+        shutil.rmtree(ours_dir, ignore_errors=True)  # a population is one program: never pooled with an older one
+        run_ours(config)
+    if args.side in ("brax", "both"):
+        result = run_brax(config, seeds)
+        result.update(seeds=seeds, total_timesteps=int(config.arch.total_timesteps), date=time.strftime("%Y-%m-%d"))
+        with open(os.path.join(out_dir, f"brax_{args.first_seed}.json"), "w") as file:
+            json.dump(result, file, indent=1)
+    from stoix_like.report.learning_table import continuous_control_table
+
+    print(continuous_control_table(RESULTS))
+    print("README.md's block: python benchmarks/learning_table.py --from-logs")
 
 
 if __name__ == "__main__":

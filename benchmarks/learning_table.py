@@ -47,6 +47,8 @@ UNTUNED = os.path.join(RESULTS, "untuned")  # seeds 1000..1007: nobody tuned on 
 SEBULBA = os.path.join(RESULTS, "sebulba")  # Sebulba's populations: folders of single-seed runs
 TABLE_START, TABLE_END = "<!-- learning-table:start -->", "<!-- learning-table:end -->"  # README's block
 SEBULBA_BLOCK = "sebulba-table"  # README's <!-- sebulba-table:start --> ... <!-- sebulba-table:end -->
+BRAX_PEER = os.path.join(RESULTS, "brax_peer")  # ours beside brax's trainer: benchmarks/brax_learning_peer.py
+CONTINUOUS_BLOCK = "continuous-table"  # README's "Continuous control" table
 
 
 def compose_into(run_dir: str):
@@ -74,6 +76,12 @@ def rendered_sebulba_table(root: str = SEBULBA) -> str:
     from stoix_like.report.learning_table import sebulba_table
 
     return sebulba_table(root)
+
+
+def rendered_continuous_table(root: str = BRAX_PEER) -> str:
+    from stoix_like.report.learning_table import continuous_control_table
+
+    return continuous_control_table(root)
 
 
 def _markers(block: str) -> Tuple[str, str]:
@@ -181,8 +189,10 @@ def render_into_readme(command: str) -> int:
     build_report([RUNS], RESULTS, command=command)
     update_readme(table)
     update_readme(rendered_sebulba_table(), SEBULBA_BLOCK)
+    update_readme(rendered_continuous_table(), CONTINUOUS_BLOCK)
     print(f"README.md: learning table rendered from {os.path.relpath(RUNS, REPO_ROOT)} and "
-          f"{os.path.relpath(UNTUNED, REPO_ROOT)}, Sebulba's from {os.path.relpath(SEBULBA, REPO_ROOT)}")
+          f"{os.path.relpath(UNTUNED, REPO_ROOT)}, Sebulba's from {os.path.relpath(SEBULBA, REPO_ROOT)}, continuous "
+          f"control's from {os.path.relpath(BRAX_PEER, REPO_ROOT)}")
     return 0
 
 

@@ -141,6 +141,15 @@ SEBULBA_TARGETS: Dict[str, LearningTarget] = {
                              solved_return=475.0),
 }
 
+# brax locomotion: README's "Continuous control" table, each population of ours beside brax's own trainer on the same
+# composed config (benchmarks/brax_learning_peer.py). PPO on ant: the first command a user types must reach an
+# absolute-return IQM of 3,000 on seeds nobody tuned on (1000+) within 15 minutes on 2 CPU cores. Standing still
+# earns ~1,000 on ant (its healthy reward over 1,000 steps), so a seed below 1,000 has not learnt to walk.
+BRAX_TARGETS: Dict[Tuple[str, str], LearningTarget] = {
+    ("ppo", "brax/ant"): LearningTarget("brax/ant", iqm_at_least=3000.0, seed_floor=1000.0, max_seeds_below_floor=1,
+                                        solved_return=3000.0),
+}
+
 
 class ReducedCheck(NamedTuple):
     """What a `ci-reduced` test claims instead of the target: its seeds at `steps` env steps each (with

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import pathlib
 from typing import Dict, List, Tuple
 
@@ -126,6 +127,34 @@ def test_a_target_without_logs_is_an_error_not_a_row(learning_table_cli, tmp_pat
                 (target / name).write_bytes((run_json.parent / name).read_bytes())
     with pytest.raises(ConfigError, match="no logged population for (.*, )?sac on gymnax/pendulum"):
         learning_table_cli.rendered_table(str(runs), learning_table_cli.UNTUNED)
+
+
+def test_readme_s_continuous_control_table_is_what_the_committed_logs_render(learning_table_cli):
+    assert learning_table_cli.readme_table(learning_table_cli.CONTINUOUS_BLOCK) == \
+        learning_table_cli.rendered_continuous_table(), (
+        "README.md's continuous-control table is not what docs/results/brax_peer renders: run `python "
+        "benchmarks/learning_table.py --from-logs`")
+
+
+def test_a_brax_target_without_a_logged_population_is_an_error(learning_table_cli, tmp_path):
+    from stoix_like.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no logged population for ppo on brax/ant"):
+        learning_table_cli.rendered_continuous_table(str(tmp_path))
+
+
+def test_a_brax_population_still_training_is_an_error(learning_table_cli, tmp_path):
+    import json
+    import shutil
+
+    from stoix_like.errors import ConfigError
+
+    logged = tmp_path / "ppo" / "ant" / "ours_42"
+    shutil.copytree(os.path.join(learning_table_cli.BRAX_PEER, "ppo", "ant", "ours_42"), logged)
+    record = json.loads((logged / "run.json").read_text())
+    (logged / "run.json").write_text(json.dumps({**record, "status": "running"}))
+    with pytest.raises(ConfigError, match="has not finished"):
+        learning_table_cli.rendered_continuous_table(str(tmp_path))
 
 
 def test_readme_s_sebulba_table_is_what_the_committed_logs_render(learning_table_cli):

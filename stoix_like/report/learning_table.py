@@ -201,3 +201,81 @@ def sebulba_table(root: str) -> str:
                  _seconds(group.wall_seconds), group.started or "?"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- Continuous control (brax)
+# A target of learning_targets.BRAX_TARGETS is logged as populations, each beside brax's own trainer on the same
+# composed config and seeds (benchmarks/brax_learning_peer.py): ours as run logs under
+# `<root>/<algorithm>/<task>/ours_<first seed>/` (one program of N seeds), brax.training's as
+# `<root>/<algorithm>/<task>/brax_<first seed>.json` (its seeds one after another).
+CONTINUOUS_HEADER = [
+    "| task | trainer | seeds | steps per seed | final IQM [95% CI] | absolute IQM [95% CI] "
+    "| solved: final, absolute | target | wall time | logged |",
+    "|---|---|---|---|---|---|---|---|---|---|"]
+BRAX_PEER = "brax.training PPO (absolute: its best evaluation)"
+
+
+def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
+    """Ours and brax's trainer, a row each per logged population of every brax target (ConfigError for a target
+    without one)."""
+    from stoix_like.learning_targets import BRAX_TARGETS
+
+    lines = list(CONTINUOUS_HEADER)
+    for (algorithm, env), target in BRAX_TARGETS.items():
+        folder = os.path.join(root, algorithm, env.split("/")[-1])
+        populations = sorted(name for name in os.listdir(folder) if name.startswith("ours_")) \
+            if os.path.isdir(folder) else []
+        if not populations:
+            raise ConfigError(f"no logged population for {algorithm} on {env} under {folder}: run `python "
+                              f"benchmarks/brax_learning_peer.py --task {env.split('/')[-1]}`")
+        for name in populations:
+            (group,) = runs.group_runs(runs.load_runs([os.path.join(folder, name)]))
+            unfinished = [run.directory for run in group.runs if (run.record or {}).get("status") != "done"]
+            if unfinished:  # a population still training (or killed) has no final returns to show
+                raise ConfigError(f"{', '.join(unfinished)}: the run has not finished (run.json's status is not "
+                                  f"'done'): let it finish, or re-run it")
+            logged = summarized(group, target)
+            seeds = group.seed_numbers
+            judged = [(label, summary) for label, summary in (("absolute", logged.absolute), ("final", logged.final))
+                      if summary is not None]
+            misses = [f"{label}: " + "; ".join(problems) for label, summary in judged
+                      if (problems := shortfalls(target, summary))]
+            bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
+            lines.append(_row([env, f"ours ({algorithm})", _seed_range(seeds), f"{group.steps_per_seed:,}",
+                               *_population_cells(logged, reps),
+                               ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
+                               _seconds(group.wall_seconds), group.started or "?"]))
+            lines.append(_peer_row(os.path.join(folder, f"brax_{name[len('ours_'):]}.json"), env, seeds, target,
+                                   group.steps_per_seed, reps))
+    return "\n".join(lines)
+
+
+def _peer_row(path: str, env: str, seeds: List[int], target: LearningTarget, steps_per_seed: int, reps: int) -> str:
+    if not os.path.exists(path):
+        return _row([env, BRAX_PEER, _seed_range(seeds), f"{steps_per_seed:,}", "not yet run", "not yet run", "—",
+                     f"peer not yet run: `python benchmarks/brax_learning_peer.py --task {env.split('/')[-1]} "
+                     f"--side brax --first-seed {seeds[0]} --num-seeds {len(seeds)}`",
+                     "—", "—"])
+    import json
+
+    with open(path) as file:
+        peer = json.load(file)
+    if peer["seeds"] != seeds or peer["total_timesteps"] != steps_per_seed:
+        raise ConfigError(f"{path}: seeds {peer['seeds']} at {peer['total_timesteps']:,} steps, but ours ran "
+                          f"{seeds} at {steps_per_seed:,}: compare like with like")
+    final = population.summarize(peer["final"], seeds, target.solved_return)
+    absolute = population.summarize(peer["absolute"], seeds, target.solved_return)
+    digits = _digits(absolute.returns)
+    shown = [_shown(statistics.iqm_estimate(np.asarray(returns), f"brax {label}", reps), digits)
+             for label, returns in (("final", peer["final"]), ("absolute", peer["absolute"]))]
+    return _row([env, BRAX_PEER, _seed_range(seeds), f"{steps_per_seed:,}", *shown,
+                 f"{_solved(final)}, {_solved(absolute)}", "peer (not judged)", _seconds(peer["wall_seconds"]),
+                 peer["date"]])
+
+
+def _seed_range(seeds: List[int]) -> str:
+    return f"{len(seeds)} ({seeds[0]}..{seeds[-1]})"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
