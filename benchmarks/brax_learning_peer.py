@@ -72,7 +72,6 @@ def brax_kwargs(config) -> Dict[str, Any]:
     from brax.training.agents.ppo import networks as ppo_networks
 
     system, arch = config.system, config.arch
-    steps_per_update = int(arch.total_num_envs) * int(system.rollout_length)
     return dict(
         num_timesteps=int(arch.total_timesteps),
         num_evals=int(arch.num_evaluation) + 1,  # brax also evaluates before training
@@ -97,7 +96,7 @@ def brax_kwargs(config) -> Dict[str, Any]:
             policy_hidden_layer_sizes=tuple(config.network.actor_network.pre_torso.layer_sizes),
             value_hidden_layer_sizes=tuple(config.network.critic_network.pre_torso.layer_sizes),
             activation=brax_activation(config)),
-    ), steps_per_update
+    )
 
 
 def run_brax(config, seeds: List[int]) -> Dict[str, Any]:
@@ -108,7 +107,7 @@ def run_brax(config, seeds: List[int]) -> Dict[str, Any]:
     from benchmarks.brax_ppo_peer import _restore_device_put_replicated
 
     _restore_device_put_replicated(jax)
-    kwargs, _ = brax_kwargs(config)
+    kwargs = brax_kwargs(config)
     env = envs.get_environment(str(config.env.scenario.name), **dict(config.env.kwargs))
     out = {"final": [], "absolute": [], "wall_seconds": 0.0, "evaluations": []}
     for seed in seeds:
@@ -123,14 +122,6 @@ def run_brax(config, seeds: List[int]) -> Dict[str, Any]:
         print(f"  brax seed {seed}: final {rewards[-1][1]:.1f}, best evaluation {out['absolute'][-1]:.1f}, "
               f"{time.perf_counter() - start:.0f}s", flush=True)
     return out
-
-
-def describe(name: str, side: Dict[str, Any], seeds: List[int]) -> str:
-    from stoix_like.population import summarize
-
-    final, absolute = summarize(side["final"], seeds, None), summarize(side["absolute"], seeds, None)
-    return (f"{name:5s} final IQM {final.describe(1)} | absolute IQM {absolute.describe(1)} | "
-            f"wall {side['wall_seconds'] / 60:.1f} min")
 
 
 def main() -> None:

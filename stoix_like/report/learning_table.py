@@ -178,6 +178,13 @@ SEBULBA_HEADER = [
     "|---|---|---|---|---|---|---|---|---|---|"]
 
 
+def _misses(target: LearningTarget, logged: Population) -> List[str]:
+    """What a population misses of its target on its absolute and (where logged) final returns, each named."""
+    return [f"{name}: " + "; ".join(missed) for name, summary in (("absolute", logged.absolute),
+                                                                  ("final", logged.final))
+            if summary is not None and (missed := shortfalls(target, summary))]
+
+
 def sebulba_table(root: str) -> str:
     """A row per population folder under `root`, judged against learning_targets.SEBULBA_TARGETS."""
     from stoix_like.learning_targets import SEBULBA_TARGETS
@@ -189,9 +196,7 @@ def sebulba_table(root: str) -> str:
         logged = summarized(group, target)
         network = "shared torso" if group.runs[0].config.get("network.shared_torso") else "separate torsos"
         seeds = group.seed_numbers
-        problems = [f"{name}: " + "; ".join(missed) for name, summary in (("absolute", logged.absolute),
-                                                                           ("final", logged.final))
-                    if summary is not None and (missed := shortfalls(target, summary))]
+        problems = _misses(target, logged)
         bar = (f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}; "
                f"solved ≥ {target.solved_return:g}")
         judged = ("met" if not problems else "**MISSED** (" + "; ".join(problems) + ")") + f": {bar}" + (
@@ -236,10 +241,7 @@ def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> 
                                   f"'done'): let it finish, or re-run it")
             logged = summarized(group, target)
             seeds = group.seed_numbers
-            judged = [(label, summary) for label, summary in (("absolute", logged.absolute), ("final", logged.final))
-                      if summary is not None]
-            misses = [f"{label}: " + "; ".join(problems) for label, summary in judged
-                      if (problems := shortfalls(target, summary))]
+            misses = _misses(target, logged)
             bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
             lines.append(_row([env, f"ours ({algorithm})", _seed_range(seeds), f"{group.steps_per_seed:,}",
                                *_population_cells(logged, reps),
