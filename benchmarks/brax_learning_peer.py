@@ -44,7 +44,7 @@ TASKS = ("ant", "halfcheetah", "hopper", "walker2d", "humanoid")
 
 def composed(task: str, first_seed: int, num_seeds: int, run_dir: str):
     """The shipped defaults `env=brax/<task>` composes (its tuned file), for these seeds, logging into run_dir."""
-    from stoix_like.entry import compose_config
+    from stoix_like.config.compose import compose_config
 
     return compose_config("ppo", [f"env=brax/{task}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
                                   f"logger.base_exp_path={run_dir}"])
@@ -52,7 +52,7 @@ def composed(task: str, first_seed: int, num_seeds: int, run_dir: str):
 
 def run_ours(config) -> None:
     """The population in one program; its run logs (final and absolute returns, wall time) are the record."""
-    from stoix_like import experiment
+    from stoix_like.run import experiment
     from stoix_like.systems import system_module
 
     experiment.train(config, system_module("ppo").learner_setup, "ppo")

@@ -18,7 +18,7 @@ import argparse
 import jax
 
 from loop_timing import OurLearning, interleaved_median_seconds  # same directory, as below
-from stoix_like import experiment
+from stoix_like.learner import budget as budget_lib
 from stoix_like.systems.q_learning import distributional_dqn, dqn
 from value_based_cartpole import compose
 
@@ -44,7 +44,7 @@ def main() -> None:
     contenders = {label: contender(label, args.total_timesteps, args.seed) for label in CONTENDERS}
     if args.num_seeds > 1:
         contenders[f"C51 ×{args.num_seeds}"] = contender("C51", args.total_timesteps, args.seed, args.num_seeds)
-    rounds = min(args.rounds, experiment.make_budget(
+    rounds = min(args.rounds, budget_lib.make_budget(
         compose("dqn", [f"arch.total_timesteps={args.total_timesteps}"])).num_evaluation)
     median_seconds = interleaved_median_seconds(contenders, rounds, run=OurLearning.learn_call)
     rates = {label: learning.steps_per_call / median_seconds[label] for label, learning in contenders.items()}

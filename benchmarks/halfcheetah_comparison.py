@@ -20,8 +20,10 @@ import jax
 import numpy as np
 from hydra import compose, initialize_config_dir
 
-from stoix_like import envs, experiment, systems
-from stoix_like.entry import CONFIG_DIR
+from stoix_like import envs, systems
+from stoix_like.run import experiment, shared
+from stoix_like.learner import budget as budget_lib
+from stoix_like.config.compose import CONFIG_DIR
 
 EVAL_EPISODES = 16
 # Far more evaluations than the wall budget will reach: the loop below stops early, one chunk at a time.
@@ -69,7 +71,7 @@ def config_for(algorithm: str, episode_length: int, seed: int):
 
 def train_for(algorithm: str, seconds: float, episode_length: int, seed: int) -> dict:
     config = config_for(algorithm, episode_length, seed)
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, eval_env = envs.make(config.env)
     # the experiment loop's own steps: setup (warm-up included) and compile, then learn calls until time is up
     start = time.perf_counter()
@@ -88,7 +90,7 @@ def train_for(algorithm: str, seconds: float, episode_length: int, seed: int) ->
             train_returns.append(float(episodes["episode_return"][ended].mean()))
 
     evaluate = experiment.make_evaluate(eval_env, prepared.system.eval_policy, EVAL_EPISODES)
-    returns = evaluate(experiment.eval_params_of(prepared.system, state, 0, num_seeds=1), prepared.eval_keys[0])
+    returns = evaluate(shared.eval_params_of(prepared.system, state, 0, num_seeds=1), prepared.eval_keys[0])
     return {"algorithm": algorithm, "steps": steps, "warmup_steps": budget.warmup_steps,
             "setup_s": setup_seconds, "learn_s": learn_seconds,
             "last_train_return": train_returns[-1] if train_returns else float("nan"),

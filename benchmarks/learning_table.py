@@ -33,10 +33,10 @@ from typing import List, Sequence, Tuple
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 
-from stoix_like.entry import CONFIG_DIR
+from stoix_like.config.compose import CONFIG_DIR
 from stoix_like.errors import ConfigError
-from stoix_like.learning_population import train_population
-from stoix_like.learning_targets import TARGETS, LearningTarget, target_of
+from stoix_like.claims.learning_population import train_population
+from stoix_like.claims.learning_targets import TARGETS, LearningTarget, target_of
 from stoix_like.report import require_extra
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

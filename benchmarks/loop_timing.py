@@ -18,8 +18,10 @@ import numpy as np
 import scipy.linalg  # noqa: F401
 
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, parallel
-from stoix_like.cpu_threads import is_small_cpu_run, start_backend_for_run, start_backend_with_cpu_threads
+from stoix_like.run import experiment, shared
+from stoix_like.learner import budget as budget_lib
+from stoix_like.runtime import parallel
+from stoix_like.runtime.cpu_threads import is_small_cpu_run, start_backend_for_run, start_backend_with_cpu_threads
 
 
 def start_backend_as_run_would(arch: Any, cpu_threads: Optional[int]) -> str:
@@ -48,7 +50,7 @@ class OurLearning:
     builds its command buffers (CUDA graphs), which is no part of steady learning."""
 
     def __init__(self, learner_setup: Callable, config: Any, seed: int, untimed_calls: int = 0, num_seeds: int = 1):
-        self.budget = experiment.make_budget(config)
+        self.budget = budget_lib.make_budget(config)
         train_env, self._eval_env = envs_lib.make(config.env)
         start = time.perf_counter()
         seeds = list(range(seed, seed + num_seeds))
@@ -78,7 +80,7 @@ class OurLearning:
     def final_return(self, eval_episodes: int) -> float:
         """The last learn call's params of the first seed: their mean return over `eval_episodes` episodes."""
         evaluate = experiment.make_evaluate(self._eval_env, self._prepared.system.eval_policy, eval_episodes)
-        eval_params = experiment.eval_params_of(self._prepared.system, self._learner_state, 0,
+        eval_params = shared.eval_params_of(self._prepared.system, self._learner_state, 0,
                                                 num_seeds=self._num_seeds)
         return float(np.mean(evaluate(eval_params, self._prepared.eval_keys[0])["episode_return"]))
 

@@ -79,7 +79,7 @@ def ours_config(seed: int):
     """The config `python -m experiments.ppo` composes from OURS_OVERRIDES."""
     from hydra import compose, initialize_config_dir
 
-    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.config.compose import CONFIG_DIR
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         return compose(config_name="ppo", overrides=OURS_OVERRIDES + [f"arch.seed={seed}"])
@@ -154,7 +154,7 @@ def ours_population(first_seed: int, num_seeds: int):
     as the learning table judges a population (IQM with its 95% bootstrap interval, seeds solved)."""
     from learning_table import compose_into  # same directory
 
-    from stoix_like.learning_population import train_population
+    from stoix_like.claims.learning_population import train_population
 
     with tempfile.TemporaryDirectory() as run_dir:  # the run's logs are not kept
         overrides = [o for o in OURS_OVERRIDES if not o.startswith("env=")]
@@ -169,8 +169,8 @@ def rejax_population(first_seed: int, num_seeds: int, eval_episodes: int):
         from rejax.evaluate import evaluate
     except ImportError:
         return None
-    from stoix_like.learning_targets import target_of
-    from stoix_like.population import summarize
+    from stoix_like.claims.learning_targets import target_of
+    from stoix_like.claims.population import summarize
 
     algo = rejax_algorithm("PPO", rejax_ppo_config())
     seeds = list(range(first_seed, first_seed + num_seeds))

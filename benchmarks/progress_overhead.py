@@ -32,9 +32,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like import entry
+from stoix_like.config import compose
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, parallel
+from stoix_like.run import experiment
+from stoix_like.learner import budget as budget_lib
+from stoix_like.runtime import parallel
 from stoix_like.systems.on_policy import ppo
 
 
@@ -86,8 +88,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    config = entry.compose_config("ppo", ["logger.use_console=False", "logger.use_json=False"])
-    budget = experiment.make_budget(config)
+    config = compose.compose_config("ppo", ["logger.use_console=False", "logger.use_json=False"])
+    budget = budget_lib.make_budget(config)
     steps = budget.total_timesteps
     ticks: List[float] = []
     variants = {"whole (100 updates per call)": prepare(config, budget)}

@@ -36,9 +36,10 @@ import jax.numpy as jnp
 import numpy as np
 from suites_learning import compose_into
 
-from stoix_like import experiment, population
+from stoix_like.run import experiment
+from stoix_like.claims import population
 from stoix_like.envs import make
-from stoix_like.evaluator import make_evaluator
+from stoix_like.learner.evaluator import make_evaluator
 from stoix_like.systems import system_module
 
 ALGORITHMS = ("az", "ppo")

@@ -1,7 +1,7 @@
 """A learning population under arch=sebulba: one single-seed run per seed (Sebulba's actor threads hold one seed's
 params each, so seeds are not vmapped into one program), summarised as every population here is: the IQM of the
 seeds' absolute returns with a 95% bootstrap interval, and the seeds that solved the task, judged against
-stoix_like/learning_targets.SEBULBA_TARGETS.
+stoix_like/claims/learning_targets.SEBULBA_TARGETS.
 
     python benchmarks/sebulba_population.py                               # PPO, gymnasium CartPole, seeds 1000..1003
     python benchmarks/sebulba_population.py --seeds 4 --first-seed 0 -o arch.num_actor_threads=2
@@ -19,8 +19,8 @@ import pathlib
 import tempfile
 from typing import List, Tuple
 
-from stoix_like import learning_targets, population
-from stoix_like.entry import compose_config
+from stoix_like.claims import learning_targets, population
+from stoix_like.config.compose import compose_config
 
 
 def absolute_returns_in(directory: pathlib.Path, algorithm: str) -> List[Tuple[int, float]]:
@@ -55,7 +55,7 @@ def main(argv: List[str] | None = None) -> None:
     if args.from_logs:
         seeds_and_returns = absolute_returns_in(pathlib.Path(args.from_logs), args.algorithm)
     else:
-        from stoix_like.sebulba import loop
+        from stoix_like.run.sebulba import loop
         from stoix_like.systems.on_policy import impala, ppo
 
         setups = {"ppo": ppo.sebulba_setup, "impala": impala.sebulba_setup}

@@ -22,7 +22,7 @@ import tempfile
 import time
 from typing import Dict, List
 
-from stoix_like.entry import compose_config
+from stoix_like.config.compose import compose_config
 
 
 def sebulba_figures(log: str) -> Dict[str, float]:
@@ -45,8 +45,8 @@ def main(argv: List[str] | None = None) -> None:
 
     import jax
 
-    from stoix_like import experiment
-    from stoix_like.sebulba import loop
+    from stoix_like.run import experiment
+    from stoix_like.run.sebulba import loop
     from stoix_like.systems.on_policy import ppo
 
     results = pathlib.Path(tempfile.mkdtemp(prefix="sebulba_throughput_"))

@@ -62,8 +62,8 @@ def worker(algorithm: str, overrides: list, seeds: list) -> dict:
     """Runs (in this fresh interpreter) one program per entry of `seeds`: a list of arch.num_seeds values."""
     from hydra import compose, initialize_config_dir
 
-    from stoix_like import experiment
-    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.config.compose import CONFIG_DIR
+    from stoix_like.run import experiment
 
     learner_setup = importlib.import_module(SYSTEMS[algorithm].learner_module).learner_setup
 
@@ -91,14 +91,16 @@ def setup_worker(algorithm: str, overrides: list, num_seeds: int) -> dict:
     import jax
     from hydra import compose, initialize_config_dir
 
-    from stoix_like import compilation_cache, experiment, parallel
+    from stoix_like.runtime import compilation_cache, parallel
+    from stoix_like.run import experiment
     from stoix_like import envs as envs_lib
-    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.config.compose import CONFIG_DIR
+    from stoix_like.learner import budget as budget_lib
 
     learner_setup = importlib.import_module(SYSTEMS[algorithm].learner_module).learner_setup
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose(config_name=algorithm, overrides=overrides + [f"arch.num_seeds={num_seeds}"])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
     start, per_call, states = time.perf_counter(), [], []
     with compilation_cache.setup_programs_cached():

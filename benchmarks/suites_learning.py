@@ -9,7 +9,7 @@ table.
 
 `navix` and `breakout` are PPO's learning targets on `navix/empty_8x8` (success rate ≥ 0.9; navix's return is
 1 at the goal, 0 otherwise) and `gymnax/breakout` (≥ 5× a random policy's return, RANDOM_BREAKOUT_RETURN in
-stoix_like/learning_targets.py, which `random-breakout` measures): the same claim as
+stoix_like/claims/learning_targets.py, which `random-breakout` measures): the same claim as
 `benchmarks/learning_table.py --algorithms ppo@<env>`, 8 seeds in one program, IQM with a 95% bootstrap interval.
 `craftax` reports Craftax-Classic-Symbolic's return and achievement rate (the share of its 22 achievements an
 episode unlocks) after 1M steps, with no threshold. Each needs its suite's extra (`pip install -e ".[suites]"`).
@@ -33,11 +33,12 @@ from typing import List, Sequence
 import jax
 import numpy as np
 
-from stoix_like import experiment, population
+from stoix_like.run import experiment
+from stoix_like.claims import population
 from stoix_like.envs import make
-from stoix_like.evaluator import make_evaluator
-from stoix_like.learning_population import compare_memory, train_population
-from stoix_like.learning_targets import RANDOM_BREAKOUT_RETURN
+from stoix_like.learner.evaluator import make_evaluator
+from stoix_like.claims.learning_population import compare_memory, train_population
+from stoix_like.claims.learning_targets import RANDOM_BREAKOUT_RETURN
 from stoix_like.systems import system_module
 
 RANDOM_EPISODES = 1000
@@ -51,7 +52,7 @@ SUCCESS_RATE_OF_RETURN = {"gymnax/memory_chain": lambda r: (r + 1) / 2, "popjax/
 def compose_into(run_dir: str):
     from hydra import compose, initialize_config_dir
 
-    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.config.compose import CONFIG_DIR
 
     def _compose(config_name: str, overrides: Sequence[str]):
         with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):

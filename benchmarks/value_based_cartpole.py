@@ -46,7 +46,7 @@ def compose(config_name: str, overrides):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.config.compose import CONFIG_DIR
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         return hydra_compose(config_name=config_name, overrides=list(overrides))

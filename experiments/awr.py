@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("awr", "stoix_like.systems.actor_critic.awr:run_experiment")
+main = hydra_entry("awr")
 
 if __name__ == "__main__":
     main()

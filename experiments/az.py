@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("az", "stoix_like.systems.search.alphazero:run_experiment")
+main = hydra_entry("az")
 
 if __name__ == "__main__":
     main()

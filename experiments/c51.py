@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("c51", "stoix_like.systems.q_learning.distributional_dqn:run_experiment")
+main = hydra_entry("c51")
 
 if __name__ == "__main__":
     main()

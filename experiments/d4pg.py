@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("d4pg", "stoix_like.systems.actor_critic.d4pg:run_experiment")
+main = hydra_entry("d4pg")
 
 if __name__ == "__main__":
     main()

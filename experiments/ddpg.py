@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("ddpg", "stoix_like.systems.actor_critic.ddpg:run_experiment")
+main = hydra_entry("ddpg")
 
 if __name__ == "__main__":
     main()

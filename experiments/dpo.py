@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("dpo", "stoix_like.systems.on_policy.dpo:run_experiment")
+main = hydra_entry("dpo")
 
 if __name__ == "__main__":
     main()

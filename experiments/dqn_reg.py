@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("dqn_reg", "stoix_like.systems.q_learning.dqn:run_experiment")
+main = hydra_entry("dqn_reg")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("evaluate", "stoix_like.experiment:evaluate_checkpoint")
+main = hydra_entry("evaluate", "stoix_like.run.evaluate_saved:evaluate_checkpoint")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("impala", "stoix_like.systems.on_policy.impala:run_experiment")
+main = hydra_entry("impala")
 
 if __name__ == "__main__":
     main()

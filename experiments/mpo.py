@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("mpo", "stoix_like.systems.actor_critic.mpo:run_experiment")
+main = hydra_entry("mpo")
 
 if __name__ == "__main__":
     main()

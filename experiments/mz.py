@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("mz", "stoix_like.systems.search.muzero:run_experiment")
+main = hydra_entry("mz")
 
 if __name__ == "__main__":
     main()

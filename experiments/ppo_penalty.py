@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("ppo_penalty", "stoix_like.systems.on_policy.ppo_penalty:run_experiment")
+main = hydra_entry("ppo_penalty")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("pqn", "stoix_like.systems.on_policy.pqn:run_experiment")
+main = hydra_entry("pqn")
 
 if __name__ == "__main__":
     main()

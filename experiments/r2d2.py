@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("r2d2", "stoix_like.systems.q_learning.r2d2:run_experiment")
+main = hydra_entry("r2d2")
 
 if __name__ == "__main__":
     main()

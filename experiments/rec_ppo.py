@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("rec_ppo", "stoix_like.systems.on_policy.recurrent_ppo:run_experiment")
+main = hydra_entry("rec_ppo")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("reinforce", "stoix_like.systems.on_policy.reinforce:run_experiment")
+main = hydra_entry("reinforce")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("sac", "stoix_like.systems.actor_critic.sac:run_experiment")
+main = hydra_entry("sac")
 
 if __name__ == "__main__":
     main()

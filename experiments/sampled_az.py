@@ -3,7 +3,7 @@ continuous policy, whose model is the env itself."""
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("sampled_az", "stoix_like.systems.search.sampled_alphazero:run_experiment")
+main = hydra_entry("sampled_az")
 
 if __name__ == "__main__":
     main()

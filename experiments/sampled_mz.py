@@ -3,7 +3,7 @@ actions drawn from a continuous policy."""
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("sampled_mz", "stoix_like.systems.search.sampled_muzero:run_experiment")
+main = hydra_entry("sampled_mz")
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,7 @@ the env itself as the planner; discrete and continuous actions."""
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("spo", "stoix_like.systems.search.spo:run_experiment")
+main = hydra_entry("spo")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("td3", "stoix_like.systems.actor_critic.td3:run_experiment")
+main = hydra_entry("td3")
 
 if __name__ == "__main__":
     main()

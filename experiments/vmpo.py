@@ -2,7 +2,7 @@
 
 from stoix_like.entry import hydra_entry
 
-main = hydra_entry("vmpo", "stoix_like.systems.on_policy.vmpo:run_experiment")
+main = hydra_entry("vmpo")
 
 if __name__ == "__main__":
     main()

@@ -95,7 +95,7 @@ class OnPolicyLearnerState(NamedTuple):
     key: PRNGKey
     env_state: EnvState
     timestep: TimeStep
-    obs_norm: Any  # stoix_like.normalization.RunningStatistics, or an empty tuple when switched off
+    obs_norm: Any  # stoix_like.learner.normalization.RunningStatistics, or an empty tuple when switched off
 
 
 class SebulbaLearnerState(NamedTuple):

@@ -23,7 +23,7 @@ from typing import Dict, Optional, Sequence
 import pytest
 from omegaconf import DictConfig
 
-from stoix_like import entry
+from stoix_like.config import compose as config_compose
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -79,7 +79,7 @@ def compose_config(config_name: str, overrides: Sequence[str] = (),
     overrides = list(overrides)
     if base_exp_path is not None:
         overrides.append(f"logger.base_exp_path={base_exp_path}")
-    config = entry.compose_config(config_name, overrides)
+    config = config_compose.compose_config(config_name, overrides)
     if "arch" in config and "compilation_cache" in config.arch and not any(
             override.startswith("arch.compilation_cache=") for override in overrides):
         config.arch.compilation_cache = False
@@ -157,13 +157,13 @@ def python_subprocess(compilation_cache_dir):
 def assert_population_learns(compose, algorithm: str, env: Optional[str] = None) -> None:
     """The learning-test pattern: the seeds the target's `ci` coverage declares, of the shipped defaults with no
     override, in one program, must meet the algorithm's target on `env` (its reference task when None) in
-    stoix_like/learning_targets.py (an IQM bar and at most N seeds below a floor), on both the absolute and the
+    stoix_like/claims/learning_targets.py (an IQM bar and at most N seeds below a floor), on both the absolute and the
     final returns.
 
     Never a threshold on one seed: another CPU's float rounding makes a seed another seed.
     """
-    from stoix_like.learning_population import train_population
-    from stoix_like.learning_targets import coverage_of
+    from stoix_like.claims.learning_population import train_population
+    from stoix_like.claims.learning_targets import coverage_of
 
     coverage = coverage_of(algorithm, env)
     assert coverage.kind == "ci", f"{algorithm}'s target on {env} is declared {coverage.kind}, not ci"
@@ -176,8 +176,8 @@ def assert_population_clears(compose, algorithm: str, env: Optional[str] = None)
     """The smaller CI claim of a system whose shipped budget is beyond CI's (`ci-reduced` coverage): its declared
     seeds of its defaults at the declared steps (with the declared overrides) must reach the declared IQM, a bar of
     its own (not the algorithm's target, which is measured at the full budget by `benchmarks/learning_table.py`)."""
-    from stoix_like.learning_population import train_population
-    from stoix_like.learning_targets import coverage_of
+    from stoix_like.claims.learning_population import train_population
+    from stoix_like.claims.learning_targets import coverage_of
 
     coverage = coverage_of(algorithm, env)
     reduced = coverage.reduced
@@ -194,7 +194,7 @@ def train_then_resume(compose, algorithm: str, run: Sequence[str], checkpoints: 
     """The resume-test pattern: `run` trained uninterrupted, saving a checkpoint at each evaluation into
     `checkpoints`, then trained again resumed from the one at `resume_step`. Returns both RunResults: a resume is
     exact when the two end in the same learner state."""
-    from stoix_like import experiment
+    from stoix_like.run import experiment
     from stoix_like.systems import system_module
 
     learner_setup = system_module(algorithm).learner_setup

@@ -191,16 +191,16 @@ def test_continuous_actions_are_a_config_error(compose):
                                              ("system.max_depth=0", "system.max_depth=0"),
                                              ("system.search_policy=alphago", "system.search_policy=alphago")])
 def test_bad_search_settings_are_refused_before_anything_compiles(compose, override, named):
-    from stoix_like import config_schema
+    from stoix_like.config import validation
 
     with pytest.raises(ConfigError, match=named):
-        config_schema.validate(compose("az", [override]))
+        validation.validate(compose("az", [override]))
 
 
 @pytest.mark.learning
 @pytest.mark.slow
 def test_alphazero_learns_cartpole(compose):
-    # config/az.yaml as shipped (its budget included) must meet its target in stoix_like/learning_targets.py on a
+    # config/az.yaml as shipped (its budget included) must meet its target in stoix_like/claims/learning_targets.py on a
     # population of seeds in one program. 4 seeds, not 8, to fit the CI budget (the search makes each env step
     # num_simulations env steps and network passes); benchmarks/learning_table.py --algorithms az runs all 8.
     assert_population_learns(compose, "az")

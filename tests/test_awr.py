@@ -13,12 +13,15 @@ import numpy as np
 import pytest
 from conftest import assert_population_learns
 
-from stoix_like import config_schema, experiment, parallel, replay
+from stoix_like.config import validation
+from stoix_like.learner import budget as budget_lib
+from stoix_like.runtime import parallel
+from stoix_like.learner import replay
 from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace
 from stoix_like.errors import ConfigError
 from stoix_like.networks.factory import build_actor, build_critic
 from stoix_like.ops import losses
-from stoix_like.optim import make_optimizer
+from stoix_like.learner.optim import make_optimizer
 from stoix_like.systems.actor_critic import awr
 from stoix_like.types import ActorCriticOptStates, ActorCriticParams, ActorCriticUpdateFns, Observation
 
@@ -195,17 +198,17 @@ def test_acting_replays_the_pre_tanh_sample_and_steps_the_env_with_the_rescaled_
 ])
 def test_bad_input_is_refused_in_one_line(compose, overrides, named):
     with pytest.raises(ConfigError) as error:
-        config_schema.validate(compose("awr", overrides))
+        validation.validate(compose("awr", overrides))
     assert named in str(error.value) and "\n" not in str(error.value)
 
 
 def test_a_sequence_the_buffer_cannot_hold_is_refused(compose):
     # 256 transitions over 16 envs: 16 steps per env, fewer than one sequence of 32
     config = compose("awr", ["system.total_buffer_size=256", "system.total_batch_size=8", "system.sequence_length=32"])
-    config_schema.validate(config)
+    validation.validate(config)
     with pytest.raises(ConfigError, match=r"\(16 per env\), fewer than .* or system.sequence_length=32; raise "
                                           r"system.total_buffer_size to at least 512"):
-        replay.make_buffer(config.system, experiment.make_budget(config), replay.sequence_batches(config.system))
+        replay.make_buffer(config.system, budget_lib.make_budget(config), replay.sequence_batches(config.system))
 
 
 def test_a_refused_run_compiles_nothing(python_subprocess, tmp_path):
@@ -219,7 +222,7 @@ def test_a_refused_run_compiles_nothing(python_subprocess, tmp_path):
 
 # ----------------------------------------------------------------------------------------------------
 # Learning: the shipped defaults of each task, a population of seeds in one program, must meet its target
-# (stoix_like/learning_targets.py). CartPole is the default env; Pendulum's values are config/tuned/awr/gymnax/.
+# (stoix_like/claims/learning_targets.py). CartPole is the default env; Pendulum's values are config/tuned/awr/gymnax/.
 # ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.learning

@@ -51,7 +51,9 @@ import json, sys, time
 import jax, numpy as np
 sys.path.insert(0, sys.argv[2])  # tests/, for conftest
 from conftest import compose_config
-from stoix_like import envs as envs_lib, experiment, parallel
+from stoix_like import envs as envs_lib
+from stoix_like.learner import budget as budget_lib
+from stoix_like.runtime import parallel
 from stoix_like.systems import system_module
 
 smoke_of, env_names = json.loads(sys.argv[3]), json.loads(sys.argv[4])
@@ -60,7 +62,7 @@ for env_name in env_names:
     for algorithm, overrides in smoke_of.items():
         start = time.perf_counter()
         config = compose_config(algorithm, [f"env={env_name}", *overrides], base_exp_path=sys.argv[1])
-        budget = experiment.make_budget(config)
+        budget = budget_lib.make_budget(config)
         train_env = train_env or envs_lib.make(config.env)[0]
         setup = system_module(algorithm).learner_setup(train_env, jax.random.PRNGKey(0), config, budget)
         state, output = parallel.distribute(setup.learner_fn)(setup.learner_state)

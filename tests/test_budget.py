@@ -1,4 +1,4 @@
-"""Exact step budgets (stoix_like.budget) and the batch-split check every system shares.
+"""Exact step budgets (stoix_like.learner.budget) and the batch-split check every system shares.
 
 A budget either multiplies back to exactly `arch.total_timesteps`, or is refused with a message that names
 values that work; the values it names are checked to work too.
@@ -12,8 +12,9 @@ import jax
 import pytest
 
 from stoix_like import envs as envs_lib
-from stoix_like import experiment
-from stoix_like.budget import Budget, make_budget, split_envs
+from stoix_like.run import experiment
+from stoix_like.learner import budget as budget_lib
+from stoix_like.learner.budget import Budget, check_divides, exact_budget, split_envs
 from stoix_like.errors import ConfigError
 from stoix_like.systems.on_policy import ppo
 
@@ -53,7 +54,7 @@ def nearest_budgets(message: str) -> list[int]:
     ],
 )
 def test_budget_multiplies_back_to_total_timesteps(kwargs, expected):
-    budget = make_budget(**kwargs)
+    budget = exact_budget(**kwargs)
     for field, value in expected.items():
         assert getattr(budget, field) == value, field
     assert budget.total_num_envs == kwargs["total_num_envs"]
@@ -67,7 +68,7 @@ def test_budget_multiplies_back_to_total_timesteps(kwargs, expected):
 def test_experiment_budget_reads_the_composed_config(compose):
     config = compose("ppo", ["arch.total_timesteps=64000", "arch.total_num_envs=8", "system.rollout_length=16",
                              "arch.num_evaluation=5"])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     assert (budget.n_devices, budget.num_envs, budget.updates_per_evaluation) == (jax.device_count(), 8, 100)
     assert budget.total_timesteps == 64_000
 
@@ -91,19 +92,19 @@ def test_env_split_that_is_not_exact_names_valid_values():
 @pytest.mark.parametrize("total_num_envs", [0, 3])
 def test_fewer_envs_than_slots_is_refused(total_num_envs):
     with pytest.raises(ConfigError, match=r"try arch\.total_num_envs=4 or 8"):
-        make_budget(**budget_kwargs(total_num_envs=total_num_envs, n_devices=2, update_batch_size=2))
+        exact_budget(**budget_kwargs(total_num_envs=total_num_envs, n_devices=2, update_batch_size=2))
 
 
 def test_budget_smaller_than_one_update_is_refused_with_working_budgets():
     kwargs = budget_kwargs(total_timesteps=1_000)  # one update is 125 × 16 = 2,000 steps, × 10 evaluations
     with pytest.raises(ConfigError) as error:
-        make_budget(**kwargs)
+        exact_budget(**kwargs)
     message = str(error.value)
     assert "arch.total_timesteps=1000 is smaller than one update per evaluation" in message
     assert "125 × 16 = 2000" in message
     assert nearest_budgets(message) == [20_000, 40_000]
     for total_timesteps in nearest_budgets(message):
-        assert make_budget(**{**kwargs, "total_timesteps": total_timesteps}).total_timesteps == total_timesteps
+        assert exact_budget(**{**kwargs, "total_timesteps": total_timesteps}).total_timesteps == total_timesteps
 
 
 @pytest.mark.parametrize(
@@ -118,7 +119,7 @@ def test_budget_smaller_than_one_update_is_refused_with_working_budgets():
 )
 def test_budget_not_a_whole_number_of_updates_names_the_nearest_working_budgets(kwargs, expected_suggestions):
     with pytest.raises(ConfigError) as error:
-        make_budget(**kwargs)
+        exact_budget(**kwargs)
     message = str(error.value)
     assert f"arch.total_timesteps={kwargs['total_timesteps']} is not a whole number of updates" in message
     if kwargs["warmup_rollout_length"]:
@@ -127,7 +128,7 @@ def test_budget_not_a_whole_number_of_updates_names_the_nearest_working_budgets(
     assert suggestions == expected_suggestions
     assert suggestions[0] < kwargs["total_timesteps"] < suggestions[1]
     for total_timesteps in suggestions:
-        assert make_budget(**{**kwargs, "total_timesteps": total_timesteps}).total_timesteps == total_timesteps
+        assert exact_budget(**{**kwargs, "total_timesteps": total_timesteps}).total_timesteps == total_timesteps
 
 
 @pytest.mark.parametrize(
@@ -139,38 +140,38 @@ def test_budget_not_a_whole_number_of_updates_names_the_nearest_working_budgets(
 )
 def test_degenerate_schedules_are_refused(overrides, expected):
     with pytest.raises(ConfigError, match=expected):
-        make_budget(**budget_kwargs(**overrides))
+        exact_budget(**budget_kwargs(**overrides))
 
 
 def test_composed_config_with_a_bad_budget_is_refused_before_anything_compiles(compose):
     config = compose("ppo", ["arch.total_timesteps=12345"])
     with pytest.raises(ConfigError, match="nearest budgets that work"):
-        experiment.make_budget(config)
+        budget_lib.make_budget(config)
 
 
 # ----------------------------------------------------------------------------------------- minibatch split
 
 def test_check_divides_accepts_an_exact_split():
-    experiment.check_divides("batch", 512, "system.num_minibatches", 4)  # raises on failure
+    check_divides("batch", 512, "system.num_minibatches", 4)  # raises on failure
 
 
 @pytest.mark.parametrize("divisor, nearby", [(5, [3, 4, 6]), (0, [1, 2, 3]), (13, [8, 12, 16])])
 def test_check_divides_names_the_nearest_divisors(divisor, nearby):
     value = 48  # divisors 1 2 3 4 6 8 12 16 24 48
     with pytest.raises(ConfigError) as error:
-        experiment.check_divides("batch", value, "system.num_minibatches", divisor)
+        check_divides("batch", value, "system.num_minibatches", divisor)
     message = str(error.value)
     assert f"system.num_minibatches={divisor} must divide batch=48" in message
     assert f"try one of {nearby}" in message
     for suggestion in nearby:
-        experiment.check_divides("batch", value, "system.num_minibatches", suggestion)
+        check_divides("batch", value, "system.num_minibatches", suggestion)
 
 
 def test_ppo_refuses_minibatches_that_do_not_divide_the_rollout(compose):
     # 8 steps × 4 envs = 32 transitions per slot: 3 minibatches would drop or duplicate data
     config = compose("ppo", ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatches=3",
                              "arch.num_evaluation=1", "arch.total_timesteps=32"])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
     with pytest.raises(ConfigError, match=r"system\.num_minibatches=3 must divide .*=32; try one of \[1, 2, 4\]"):
         ppo.learner_setup(train_env, jax.random.PRNGKey(0), config, budget)

@@ -27,8 +27,9 @@ import pytest
 from conftest import REPO_ROOT, run_python
 from omegaconf import OmegaConf
 
-from stoix_like import budget as budget_lib
-from stoix_like import checkpointing, systems
+from stoix_like.learner import budget as budget_lib
+from stoix_like import systems
+from stoix_like.run import checkpointing
 from stoix_like.errors import ConfigError
 from stoix_like.systems.on_policy import ppo as ppo_system
 from stoix_like.types import ActorCriticParams
@@ -188,7 +189,7 @@ def test_corrupt_and_half_written_checkpoints_are_skipped(uninterrupted, tmp_pat
 
 
 def budget_of_the_saved_run():
-    return budget_lib.make_budget(total_timesteps=TOTAL, total_num_envs=4, n_devices=1, update_batch_size=1,
+    return budget_lib.exact_budget(total_timesteps=TOTAL, total_num_envs=4, n_devices=1, update_batch_size=1,
                                   rollout_length=8, num_evaluation=NUM_EVALUATION)
 
 
@@ -209,7 +210,7 @@ def test_an_incompatible_checkpoint_is_refused(uninterrupted, compose, algorithm
 
 def test_another_budget_is_refused(uninterrupted, compose):
     config = compose("ppo", RUN + [f"logger.checkpointing.resume_from={uninterrupted.checkpoints}"])
-    longer = budget_lib.make_budget(total_timesteps=2 * TOTAL, total_num_envs=4, n_devices=1, update_batch_size=1,
+    longer = budget_lib.exact_budget(total_timesteps=2 * TOTAL, total_num_envs=4, n_devices=1, update_batch_size=1,
                                     rollout_length=8, num_evaluation=NUM_EVALUATION)
     with pytest.raises(ConfigError, match="different budget or layout: budget.total_timesteps"):
         checkpointing.Checkpoints(config, "unused", "ppo", longer, [42])
@@ -276,6 +277,7 @@ def test_evaluate_prints_return_statistics_of_a_saved_policy(uninterrupted, tmp_
 
 def test_a_checkpoint_names_its_system_not_a_module_path(uninterrupted, monkeypatch):
     """Moving or renaming a system module never strands a saved run: the checkpoint names its registry entry."""
+    from stoix_like.run.evaluate_saved import setup_of
 
     saved = checkpointing.read_saved_run(str(uninterrupted.checkpoints))
     assert saved.meta["format_version"] == checkpointing.FORMAT_VERSION and saved.meta["algorithm"] == "ppo"
@@ -283,14 +285,14 @@ def test_a_checkpoint_names_its_system_not_a_module_path(uninterrupted, monkeypa
     # the module moves: the registry follows it, and the saved run finds it there
     monkeypatch.setitem(sys.modules, "stoix_like.systems.moved_ppo", ppo_system)
     monkeypatch.setitem(systems.MODULE_OF, "ppo", "moved_ppo")
-    assert saved.learner_setup is ppo_system.learner_setup
+    assert setup_of(saved) is ppo_system.learner_setup
     # a version-1 checkpoint recorded a module path, which may no longer exist: it is read the same way
     version_1 = checkpointing.SavedRun(saved.root, saved.step, {**saved.meta, "format_version": 1,
                                                                 "system_module": "stoix_like.systems.gone"})
-    assert version_1.learner_setup is ppo_system.learner_setup
+    assert setup_of(version_1) is ppo_system.learner_setup
     unknown = checkpointing.SavedRun(saved.root, saved.step, {**saved.meta, "algorithm": "my_own_ppo"})
     with pytest.raises(ConfigError, match="algorithm 'my_own_ppo', which this code does not know"):
-        unknown.learner_setup
+        setup_of(unknown)
 
 
 def test_a_checkpoint_saved_in_the_old_vocabulary_reads_in_todays(uninterrupted):

@@ -1,4 +1,4 @@
-"""Every config key has a type and a valid range (stoix_like/config_schema.py), checked before any long work.
+"""Every config key has a type and a valid range (stoix_like/config/validation.py), checked before any long work.
 
 A bad value is refused in one line on stderr, `error: <key>=<value> ... must be <range> (<meaning>).`, with exit
 code 2 and no traceback, before envs, setup or compilation. The table of bad inputs below runs through the real
@@ -16,8 +16,8 @@ import time
 import pytest
 from conftest import compose_config, run_python
 
-from stoix_like import config_schema
-from stoix_like.entry import CONFIG_DIR, available_options
+from stoix_like.config import validation
+from stoix_like.config.compose import CONFIG_DIR, available_options
 from stoix_like.errors import ConfigError
 
 ALGORITHMS = sorted(name[: -len(".yaml")] for name in os.listdir(CONFIG_DIR)
@@ -58,28 +58,28 @@ def shipped(tmp_path_factory):
 # ------------------------------------------------------------------------------------------ the table itself
 
 def test_every_numeric_key_of_every_shipped_config_has_a_range(shipped):
-    """A new key without a row in config_schema.SPECS (or an explicit FREE_FORM exemption) fails here."""
-    unranged = {label: config_schema.unranged_keys(config) for label, config in shipped}
+    """A new key without a row in validation.SPECS (or an explicit FREE_FORM exemption) fails here."""
+    unranged = {label: validation.unranged_keys(config) for label, config in shipped}
     unranged = {label: keys for label, keys in unranged.items() if keys}
-    assert not unranged, (f"keys without a range: {unranged}; add them to stoix_like/config_schema.py SPECS "
+    assert not unranged, (f"keys without a range: {unranged}; add them to stoix_like/config/validation.py SPECS "
                           f"(or FREE_FORM for free-form strings)")
 
 
 def test_a_key_without_a_range_is_reported(compose):
     config = compose("ppo", ["+system.new_coefficient=0.5", "+network.critic_network.critic_head.scale=2"])
-    assert config_schema.unranged_keys(config) == ["system.new_coefficient", "network.critic_network.critic_head.scale"]
+    assert validation.unranged_keys(config) == ["system.new_coefficient", "network.critic_network.critic_head.scale"]
 
 
 def test_every_shipped_config_validates_clean(shipped):
     for label, config in shipped:
-        assert config_schema.problems(config) == [], label
+        assert validation.problems(config) == [], label
 
 
 def test_each_default_lies_inside_its_range(shipped):
     outside = []
     for label, config in shipped:
-        for key, value in config_schema.leaves(config):
-            spec = config_schema.spec_of(key)
+        for key, value in validation.leaves(config):
+            spec = validation.spec_of(key)
             if spec is not None and spec.problem(value) is not None:
                 outside.append(f"{label}: {key}={value!r} ({spec.describe()})")
     assert not outside, outside
@@ -87,32 +87,32 @@ def test_each_default_lies_inside_its_range(shipped):
 
 def test_no_row_of_the_table_is_stale(shipped):
     """Every spec and exemption matches some key of a shipped config: the table describes the configs we have."""
-    keys = {key for _, config in shipped for key, _ in config_schema.leaves(config)}
-    stale = [pattern for pattern in [*config_schema.SPECS, *config_schema.FREE_FORM]
-             if not any(config_schema._matches(pattern, key) for key in keys)]
+    keys = {key for _, config in shipped for key, _ in validation.leaves(config)}
+    stale = [pattern for pattern in [*validation.SPECS, *validation.FREE_FORM]
+             if not any(validation._matches(pattern, key) for key in keys)]
     assert not stale, stale
 
 
 def test_enumerations_are_the_code_s_own_choices():
-    from stoix_like import logging as logging_lib
+    from stoix_like.run import logging as logging_lib
     from stoix_like.envs import environment, factory
     from stoix_like.networks import torsos
     from stoix_like.systems.q_learning import distributional_dqn, dqn
 
-    assert set(config_schema.TD_TARGETS) == set(dqn.TD_ERRORS)
-    assert set(config_schema.DISTRIBUTIONAL_TD_TARGETS) == set(distributional_dqn.NEXT_ACTION_SELECTORS)
-    assert set(config_schema.DISTRIBUTIONS) == set(distributional_dqn.DISTRIBUTIONS)
-    assert set(config_schema.ACTIVATIONS) == set(torsos._ACTIVATIONS)
-    assert set(config_schema.ENV_SUITES) == set(factory.AVAILABLE_SUITES)
-    assert set(config_schema.OBSERVATION_LAYOUTS) == set(environment.OBSERVATION_LAYOUTS)
-    assert set(config_schema.NEPTUNE_MODES) == set(logging_lib.NEPTUNE_MODES)
-    assert config_schema.MUNCHAUSEN_KEYS == dqn.EXTRA_KEYS["munchausen"][0]
+    assert set(validation.TD_TARGETS) == set(dqn.TD_ERRORS)
+    assert set(validation.DISTRIBUTIONAL_TD_TARGETS) == set(distributional_dqn.NEXT_ACTION_SELECTORS)
+    assert set(validation.DISTRIBUTIONS) == set(distributional_dqn.DISTRIBUTIONS)
+    assert set(validation.ACTIVATIONS) == set(torsos._ACTIVATIONS)
+    assert set(validation.ENV_SUITES) == set(factory.AVAILABLE_SUITES)
+    assert set(validation.OBSERVATION_LAYOUTS) == set(environment.OBSERVATION_LAYOUTS)
+    assert set(validation.NEPTUNE_MODES) == set(logging_lib.NEPTUNE_MODES)
+    assert validation.MUNCHAUSEN_KEYS == dqn.EXTRA_KEYS["munchausen"][0]
     from stoix_like.systems.search import mcts
 
-    assert set(config_schema.SEARCH_POLICIES) == set(mcts.SEARCH_POLICIES)
-    from stoix_like import parallel
+    assert set(validation.SEARCH_POLICIES) == set(mcts.SEARCH_POLICIES)
+    from stoix_like.runtime import parallel
 
-    assert set(config_schema.SEED_LOOPS) == set(parallel.SEED_LOOPS)
+    assert set(validation.SEED_LOOPS) == set(parallel.SEED_LOOPS)
 
 
 # ------------------------------------------------------------------------------------------ what a spec accepts
@@ -134,8 +134,8 @@ def test_enumerations_are_the_code_s_own_choices():
     ("system.td_target", "Q_learning", "is not one of the choices"),
 ])
 def test_a_spec_refuses(key, value, problem):
-    line = config_schema.check_key(key, value)
-    assert line is not None and line.startswith(f"{key}={config_schema.show(value)} {problem}: "), line
+    line = validation.check_key(key, value)
+    assert line is not None and line.startswith(f"{key}={validation.show(value)} {problem}: "), line
 
 
 @pytest.mark.parametrize("key, value", [
@@ -146,36 +146,36 @@ def test_a_spec_refuses(key, value, problem):
     ("network.unknown_part.pre_torso.activation", "gelu"),
 ])
 def test_a_spec_accepts(key, value):
-    assert config_schema.check_key(key, value) is None
+    assert validation.check_key(key, value) is None
 
 
 def test_a_whole_number_written_as_a_float_is_an_int(compose):
     """`arch.total_timesteps=1e6` is how budgets are written; Hydra reads it as 1000000.0, which the int field
     would refuse: the entry and compose_config pass it on as 1000000."""
     config = compose("ppo", ["arch.total_timesteps=1e6", "arch.num_seeds=2.0"])
-    config_schema.validate(config)
+    validation.validate(config)
     assert config.arch.total_timesteps == 1_000_000 and isinstance(config.arch.total_timesteps, int)
     assert config.arch.num_seeds == 2 and isinstance(config.arch.num_seeds, int)
 
 
 def test_the_message_names_key_value_range_and_meaning():
     with pytest.raises(ConfigError) as error:
-        config_schema.validate({"system": {"gamma": 1.5}})
+        validation.validate({"system": {"gamma": 1.5}})
     assert str(error.value) == "system.gamma=1.5 is out of range: gamma must be in (0, 1] (the discount)."
 
 
 def test_keys_added_on_purpose_are_not_refused(compose):
-    config_schema.validate(compose("ppo", ["+system.my_note=anything", "+network.actor_network.pre_torso.x=3"]))
+    validation.validate(compose("ppo", ["+system.my_note=anything", "+network.actor_network.pre_torso.x=3"]))
 
 
 def test_a_missing_required_value_is_named():
     with pytest.raises(ConfigError, match=r"^checkpoint is required: pass checkpoint=\.\.\."):
-        config_schema.validate(compose_config("evaluate"))
+        validation.validate(compose_config("evaluate"))
 
 
 def test_more_problems_are_counted_on_the_one_line(compose):
     with pytest.raises(ConfigError) as error:
-        config_schema.validate(compose("ppo", ["system.gamma=2", "system.gae_lambda=2"]))
+        validation.validate(compose("ppo", ["system.gamma=2", "system.gae_lambda=2"]))
     # the schema types gamma as a float: the composed value is 2.0
     assert str(error.value).startswith("system.gamma=2.0 is out of range") and "(1 more problem" in str(error.value)
     assert "\n" not in str(error.value)
@@ -193,19 +193,19 @@ def test_more_problems_are_counted_on_the_one_line(compose):
 ])
 def test_cross_key_rules(compose, algorithm, overrides, named):
     with pytest.raises(ConfigError) as error:
-        config_schema.validate(compose(algorithm, overrides))
+        validation.validate(compose(algorithm, overrides))
     assert named in str(error.value)
 
 
 def test_every_renamed_key_and_option_has_a_refusal_row():
     keys = [(algorithm, override.lstrip("+").split("=", 1)[0]) for algorithm, overrides, _ in RENAMED_INPUTS
             for override in overrides]
-    untested = [rename.old for rename in config_schema.RENAMED
+    untested = [rename.old for rename in validation.RENAMED
                 if not any(rename.applies(key, algorithm) for algorithm, key in keys)]
     assert not untested, untested
     options = {(key, value) for _, overrides, _ in RENAMED_INPUTS for override in overrides
                for key, value in [override.split("=", 1)]}
-    assert {(group, old) for group, renames in config_schema.RENAMED_OPTIONS.items() for old in renames} <= options
+    assert {(group, old) for group, renames in validation.RENAMED_OPTIONS.items() for old in renames} <= options
 
 
 @pytest.mark.parametrize("algorithm, overrides", [
@@ -215,23 +215,23 @@ def test_every_renamed_key_and_option_has_a_refusal_row():
     ("ppo", ["network.critic_network.pre_torso.layer_sizes=[32]"]),
 ])
 def test_an_old_name_stays_valid_where_it_was_not_renamed(compose, algorithm, overrides):
-    from stoix_like.entry import check_overrides
+    from stoix_like.config.compose import check_overrides
 
     assert check_overrides(algorithm, overrides) is None
-    config_schema.validate(compose(algorithm, overrides))
+    validation.validate(compose(algorithm, overrides))
 
 
 def test_a_valid_command_line_is_composed_once_by_the_pre_check(monkeypatch):
     """The one-line pre-check composes a command line Hydra accepts once (~0.25 s), not once for its options and
     again for everything; only a refused one is taken apart to name what is wrong."""
-    from stoix_like import entry
+    from stoix_like.config import compose
 
     composed = []
-    real_compose = entry.compose_config
-    monkeypatch.setattr(entry, "compose_config", lambda *args: composed.append(args) or real_compose(*args))
-    assert entry.check_overrides("ppo", ["env=gymnax/acrobot", "arch.seed=3", "system.epochs=2"]) is None
+    real_compose = compose.compose_config
+    monkeypatch.setattr(compose, "compose_config", lambda *args: composed.append(args) or real_compose(*args))
+    assert compose.check_overrides("ppo", ["env=gymnax/acrobot", "arch.seed=3", "system.epochs=2"]) is None
     assert len(composed) == 1
-    problem = entry.check_overrides("ppo", ["env=gymnax/acrobot", "system.epoch=2"])
+    problem = compose.check_overrides("ppo", ["env=gymnax/acrobot", "system.epoch=2"])
     assert problem is not None and problem.startswith("unknown config key 'system.epoch'; did you mean system.epochs?")
 
 
@@ -240,7 +240,7 @@ def test_a_saved_config_with_old_names_is_brought_up_to_date(compose):
     defaults compose, so an old run restores with the same behaviour."""
     from omegaconf import OmegaConf
 
-    from stoix_like.config_upgrade import upgrade_saved_config
+    from stoix_like.config.upgrade import upgrade_saved_config
 
     def as_saved_before_the_renames(algorithm, rename_back, drop=(), extra=None):
         current = OmegaConf.to_container(compose(algorithm), resolve=False)
@@ -297,29 +297,29 @@ def test_a_saved_config_with_old_names_is_brought_up_to_date(compose):
 
 
 def test_rainbow_s_equal_epsilons_are_fine(compose):
-    config_schema.validate(compose("rainbow", ["system.epsilon_start=0.0", "system.epsilon_end=0.0"]))
+    validation.validate(compose("rainbow", ["system.epsilon_start=0.0", "system.epsilon_end=0.0"]))
 
 
 # ------------------------------------------------------------------------------------------ where it is called
 
 def test_training_validates_before_the_budget_and_the_envs(compose, monkeypatch):
-    from stoix_like import experiment
+    from stoix_like.run import experiment
     from stoix_like.systems.on_policy import ppo
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("reached long work with an invalid config")
 
-    monkeypatch.setattr(experiment, "make_budget", must_not_run)
+    monkeypatch.setattr(experiment.budget_lib, "make_budget", must_not_run)
     monkeypatch.setattr(experiment.envs_lib, "make", must_not_run)
     with pytest.raises(ConfigError, match=r"^system\.gamma=1\.5 is out of range"):
         experiment.run(compose("ppo", ["system.gamma=1.5"]), ppo.learner_setup, "ppo")
 
 
 def test_evaluation_validates_before_reading_the_checkpoint():
-    from stoix_like import experiment
+    from stoix_like.run import evaluate_saved
 
     with pytest.raises(ConfigError, match=r"^num_episodes=0 is out of range"):
-        experiment.evaluate_checkpoint(compose_config("evaluate", EVALUATE + ["num_episodes=0"]))
+        evaluate_saved.evaluate_checkpoint(compose_config("evaluate", EVALUATE + ["num_episodes=0"]))
 
 
 # ------------------------------------------------------------------------------ bad inputs on the command line
@@ -519,7 +519,7 @@ def test_describe_lists_every_key_with_its_type_default_and_meaning(python_subpr
     lines = completed.stdout.splitlines()
     config = compose_config("sac", base_exp_path=tmp_path)
     described = [line.split()[0] for line in lines[1:]]
-    assert described == [key for key, _ in config_schema.leaves(config)]
+    assert described == [key for key, _ in validation.leaves(config)]
     q_lr = next(line for line in lines if line.startswith("system.q_lr "))
     assert "greater than 0" in q_lr and f" {config.system.q_lr:g} " in q_lr
     assert "the q_network's (a Q-function) learning rate" in q_lr
@@ -537,7 +537,7 @@ def test_composition_types_every_group_by_its_schema(compose):
     from omegaconf import OmegaConf
     from omegaconf.errors import ValidationError
 
-    from stoix_like import schemas
+    from stoix_like.config import schemas
 
     config = compose("qr_dqn")
     assert OmegaConf.get_type(config.system) is schemas.QRDQNSchema

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import assert_population_learns, unoptimized_xla
 
-from stoix_like import replay
+from stoix_like.learner import replay
 from stoix_like.envs.environment import ContinuousActionSpace
 from stoix_like.errors import ConfigError
 from stoix_like.networks.factory import build_actor
@@ -215,11 +215,11 @@ def test_discrete_actions_are_a_config_error(algorithm, compose):
 
 
 def test_replay_ratio_line(compose):
-    from stoix_like import experiment
+    from stoix_like.learner import budget as budget_lib
 
     config = compose("sac", ["arch.total_num_envs=16", "system.rollout_length=2", "system.gradient_steps_per_update=4",
                              "system.total_batch_size=256"])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     line = off_policy.replay_ratio_line(config.system, budget, replay.n_step_batches(config.system))
     assert "4 gradient steps on 1024 sampled transitions per 32 env steps" in line
     assert "0.125 gradient steps and 32 sampled transitions per env step" in line
@@ -227,7 +227,7 @@ def test_replay_ratio_line(compose):
 
 # ----------------------------------------------------------------------------------------------------
 # Learning: each shipped default (gymnax Pendulum-v1, 50,304 steps) as a population of seeds in one program
-# must meet its target in stoix_like/learning_targets.py: an IQM bar and at most one seed below a floor.
+# must meet its target in stoix_like/claims/learning_targets.py: an IQM bar and at most one seed below a floor.
 # ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.learning

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from stoix_like.cpu_threads import start_backend_with_cpu_threads
+from stoix_like.runtime.cpu_threads import start_backend_with_cpu_threads
 from stoix_like.errors import ConfigError
 
 from conftest import REPO_ROOT
@@ -15,7 +15,7 @@ from conftest import REPO_ROOT
 # run in a fresh interpreter: the backend sizes its pool once per process, and this test process's has started
 POOL_AND_HELD_THREADS = textwrap.dedent("""
     import glob, os, sys
-    from stoix_like.cpu_threads import start_backend_with_cpu_threads
+    from stoix_like.runtime.cpu_threads import start_backend_with_cpu_threads
     cores = len(os.sched_getaffinity(0))
     start_backend_with_cpu_threads({threads})
     start_backend_with_cpu_threads({threads})  # a second run in the same process may ask for the same size
@@ -78,7 +78,7 @@ def _in_a_process_whose_backend_has_not_started(threads):
 # null chooses per run: one thread for a small run on the CPU alone, jax's own pool otherwise
 POOL_FOR_RUN = textwrap.dedent("""
     import glob
-    from stoix_like.cpu_threads import start_backend_for_run
+    from stoix_like.runtime.cpu_threads import start_backend_for_run
     start_backend_for_run({arch})
     import jax
     jax.jit(lambda x: x + 1)(1).block_until_ready()
@@ -113,7 +113,7 @@ def test_null_gives_a_small_cpu_run_one_thread_and_a_large_one_every_core():
     ({"total_num_envs": 4}, {"JAX_PLATFORMS": "cuda,cpu"}, False),
 ])
 def test_what_counts_as_a_small_cpu_run(arch, env, small):
-    code = ("from stoix_like.cpu_threads import is_small_cpu_run; "
+    code = ("from stoix_like.runtime.cpu_threads import is_small_cpu_run; "
             f"print(is_small_cpu_run({arch!r}))")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
                             timeout=120, env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "JAX_PLATFORMS": "cpu",
@@ -125,7 +125,7 @@ def test_what_counts_as_a_small_cpu_run(arch, env, small):
 def test_a_choice_null_made_is_never_refused():
     import jax
 
-    from stoix_like.cpu_threads import start_backend_for_run
+    from stoix_like.runtime.cpu_threads import start_backend_for_run
 
     jax.devices()  # this test process's backend has started with the pool it has
     start_backend_for_run({"total_num_envs": 4, "cpu_threads": None})  # would have been 1 thread: left as it is
@@ -134,7 +134,7 @@ def test_a_choice_null_made_is_never_refused():
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs two cores")
 def test_a_larger_run_after_a_small_one_in_the_same_process_is_told_its_pool_is_small(monkeypatch):
-    from stoix_like import cpu_threads
+    from stoix_like.runtime import cpu_threads
 
     monkeypatch.setattr(cpu_threads, "_started_with", [1])  # as a sweep's first, small job leaves it
     with pytest.warns(UserWarning, match="sized by an earlier run in this process"):

@@ -68,7 +68,7 @@ def check_marl_eval_metrics(run_dir: pathlib.Path, suite: str, task: str, seed: 
         assert len(run[f"step_{i}"]["episode_return"]) == num_eval_episodes
         assert len(run[f"step_{i}"]["episode_length"]) == num_eval_episodes
     absolute = run["absolute_metrics"]["episode_return"]
-    assert len(absolute) == 10 * num_eval_episodes  # experiment.ABSOLUTE_METRIC_EPISODE_FACTOR
+    assert len(absolute) == 10 * num_eval_episodes  # shared.ABSOLUTE_METRIC_EPISODE_FACTOR
     assert all(isinstance(value, float) for value in absolute)
     # the final params' return beside it, over as many episodes: what a user keeps, judged as the best params are
     final = run["absolute_metrics"]["final_episode_return"]
@@ -193,7 +193,7 @@ def test_the_compilation_cache_switch_leaves_jax_alone_when_off_and_defers_to_th
     """`arch.compilation_cache=False` configures no cache; a cache the user set is kept whatever the switch says."""
     from conftest import run_python
 
-    script = ("import sys; from stoix_like import compilation_cache as c; import jax; "
+    script = ("import sys; from stoix_like.runtime import compilation_cache as c; import jax; "
               "print(c.use_user_cache(sys.argv[1] == 'on'), jax.config.jax_compilation_cache_dir or None)")
     default_directory = tmp_path / "default"
     environment = {"STOIX_LIKE_CACHE_DIR": str(default_directory), "JAX_COMPILATION_CACHE_DIR": ""}
@@ -211,7 +211,7 @@ def test_a_run_with_the_cache_off_sets_up_without_a_persistent_cache(tmp_path):
     """`arch.compilation_cache=False` keeps the setup's process-private cache off too: nothing is written."""
     from conftest import run_python
 
-    script = ("import os, sys, jax; from stoix_like import compilation_cache as c\n"
+    script = ("import os, sys, jax; from stoix_like.runtime import compilation_cache as c\n"
               "with c.setup_programs_cached(sys.argv[1] == 'on'):\n"
               "    jax.jit(lambda x: x * 3.0)(1.0)\n"
               "d = c._private_directory\n"

@@ -464,7 +464,7 @@ def _registered_names(suite: str) -> set:
 @pytest.mark.parametrize("path", ENV_CONFIGS, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_env_config_has_exact_keys_and_registered_name(path):
     config = yaml.safe_load(path.read_text())
-    assert config.pop("defaults")[0] == "/schema/env@_here_"  # typed by stoix_like.schemas.EnvSchema
+    assert config.pop("defaults")[0] == "/schema/env@_here_"  # typed by stoix_like.config.schemas.EnvSchema
     assert set(config) == {"suite", "scenario", "kwargs", "max_episode_steps", "resets_per_step", "observed_indices",
                            "observation_layout", "eval_metric", "solved_return"}
     assert config["max_episode_steps"] is None or config["max_episode_steps"] >= 1

@@ -17,8 +17,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import REPO_ROOT, compose_config, run_python
-from stoix_like import config_schema
-from stoix_like.budget import Budget
+from stoix_like.config import validation
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import DiscreteActionSpace
 from stoix_like.networks.actor_critic import PolicyAndValue
 from stoix_like.ops.returns import truncated_gae
@@ -149,16 +149,16 @@ def test_separate_networks_keep_each_loss_on_its_own_network():
 
 
 def test_a_shared_torso_is_refused_where_the_critic_is_built_apart():
-    problems = config_schema.problems(compose_config("az", ["network=mlp_impala_shared"]))
+    problems = validation.problems(compose_config("az", ["network=mlp_impala_shared"]))
     assert problems and "network.shared_torso=True: az builds its actor and critic apart" in problems[0], problems
 
 
 def test_impala_defaults_are_sebulba_on_gymnasium_cartpole_and_valid():
     config = compose_config("impala")
     assert "actor_device_ids" in config.arch and config.env.suite == "gymnasium"
-    assert not config_schema.problems(config)
+    assert not validation.problems(config)
     shared = compose_config("impala", ["network=mlp_impala_shared"])
-    assert not config_schema.problems(shared)
+    assert not validation.problems(shared)
     # the shared torso brings its own loss weighting (config/tuned/impala/network/mlp_impala_shared.yaml); a user's wins
     assert (shared.system.vf_coef, shared.system.max_grad_norm) == (0.01, 1.0)
     assert (config.system.vf_coef, config.system.max_grad_norm) == (0.5, 0.5)

@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO_ROOT
 
 from stoix_like.errors import ConfigError
-from stoix_like.learning_targets import COVERAGE, all_targets, coverage_of
+from stoix_like.claims.learning_targets import COVERAGE, all_targets, coverage_of
 
 TESTS = REPO_ROOT / "tests"
 # the helpers that train a population and judge it: a test calling one is a learning check

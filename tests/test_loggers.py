@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 
-from stoix_like import logging as logging_lib
+from stoix_like.run import logging as logging_lib
 from stoix_like.errors import ConfigError
 
 TOKEN = "test-token-must-never-appear-0123456789"

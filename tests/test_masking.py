@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like.exploration import epsilon_greedy
+from stoix_like.learner.exploration import epsilon_greedy
 from stoix_like.networks.distributions import MaskedCategorical
 from stoix_like.ops.indexing import taken_action_values
 from stoix_like.ops.masking import ILLEGAL_ACTION_VALUE, mask_illegal, masked_argmax, masked_max

@@ -28,14 +28,16 @@ import numpy as np
 sys.path.insert(0, sys.argv[3])  # tests/, for compose_config
 from conftest import compose_config
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, normalization, parallel
+from stoix_like.learner import budget as budget_lib
+from stoix_like.learner import normalization
+from stoix_like.runtime import parallel
 from stoix_like.systems.on_policy import ppo
 
 assert jax.device_count() == 2, jax.devices()
 results = {}
 for name, overrides in json.loads(sys.argv[2]):
     config = compose_config("ppo", overrides)
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
     setup = ppo.learner_setup(train_env, jax.random.PRNGKey(int(config.arch.seed)), config, budget)
     learn = parallel.distribute(setup.learner_fn)

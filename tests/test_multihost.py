@@ -37,7 +37,7 @@ import json, sys
 sys.path.insert(0, TESTS)
 import jax, numpy as np
 from conftest import compose_config
-from stoix_like import experiment
+from stoix_like.run import experiment
 from stoix_like.systems.on_policy import ppo
 
 def flat(tree):  # leaf path -> leaf, the path spelt the same for a live state and an orbax restore

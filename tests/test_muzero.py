@@ -15,7 +15,7 @@ import pytest
 from conftest import assert_population_clears
 from omegaconf import OmegaConf
 
-from stoix_like import config_schema
+from stoix_like.config import validation
 from stoix_like.errors import ConfigError
 from stoix_like.networks.muzero import MuZeroNetwork, min_max_normalize
 from stoix_like.networks.torsos import MLPTorso
@@ -150,7 +150,7 @@ def test_the_unrolled_loss_reads_its_n_step_targets_and_reaches_every_head(boots
     searched = muzero.SearchedAction(action=jnp.zeros((length, batch), jnp.int32),
                                      search_policy=jnp.full((length, batch, 2), 0.5),
                                      search_value=jnp.ones((length, batch)), statistics={})
-    from stoix_like.replay import Transition
+    from stoix_like.learner.replay import Transition
 
     sequences = Transition(observation=observation, action=searched, reward=jnp.ones((length, batch)),
                            discount=jnp.ones((length, batch)), last=jnp.zeros((length, batch), bool),
@@ -206,7 +206,7 @@ def test_a_support_too_small_for_the_env_s_returns_is_refused(compose):
                                               "network.representation_network.latent_size=0")])
 def test_bad_settings_are_refused_before_anything_compiles(compose, override, named):
     with pytest.raises(ConfigError, match=named):
-        config_schema.validate(compose("mz", [override]))
+        validation.validate(compose("mz", [override]))
 
 
 # The shipped budget (config/mz.yaml: 128,256 steps, 32 gradient steps on 64 sequences of 26 steps per update)

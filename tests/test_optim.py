@@ -9,7 +9,7 @@ import optax
 import pytest
 
 from stoix_like.networks.torsos import MLPTorso
-from stoix_like.optim import make_optimizer
+from stoix_like.learner.optim import make_optimizer
 
 
 def _two_networks() -> dict:

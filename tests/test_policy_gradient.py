@@ -19,7 +19,8 @@ import pytest
 from conftest import assert_population_learns, train_then_resume
 
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, parallel
+from stoix_like.learner import budget as budget_lib
+from stoix_like.runtime import parallel
 from stoix_like.networks.distributions import TanhGaussian
 from stoix_like.ops.losses import KL_COEF_FACTOR, KL_TOLERANCE
 from stoix_like.systems.on_policy import ppo_penalty
@@ -65,7 +66,7 @@ def test_ppo_penalty_adapts_beta_after_every_update_alike_in_every_slot(compose)
     # a target every update overshoots: beta doubles each time (the other branches: test_ops.py, by hand)
     kl_target = 1e-7
     config = compose("ppo_penalty", TINY_PENALTY + [f"system.kl_target={kl_target}", "system.init_kl_coef=0.25"])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
     setup = ppo_penalty.learner_setup(train_env, jax.random.PRNGKey(0), config, budget)
     state, output = parallel.distribute(setup.learner_fn)(setup.learner_state)
@@ -103,7 +104,7 @@ def test_a_resumed_ppo_penalty_run_carries_its_beta_on(compose, tmp_path):
 
 # ----------------------------------------------------------------------------------------------------
 # Learning: each shipped default as a population of seeds in one program must meet its target in
-# stoix_like/learning_targets.py, with the seeds learning_targets.COVERAGE declares (the 8-seed
+# stoix_like/claims/learning_targets.py, with the seeds learning_targets.COVERAGE declares (the 8-seed
 # populations, and 1000..1007 nobody tuned on, are `python benchmarks/learning_table.py --algorithms reinforce
 # ppo_penalty dpo`).
 # ----------------------------------------------------------------------------------------------------

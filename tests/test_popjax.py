@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from stoix_like import envs as envs_lib
-from stoix_like.entry import compose_config
+from stoix_like.config.compose import compose_config
 from stoix_like.envs.popjax import RepeatPrevious, RepeatPreviousState, make_task
 from stoix_like.errors import ConfigError
-from stoix_like.learning_targets import MEMORYLESS_RETURN
+from stoix_like.claims.learning_targets import MEMORYLESS_RETURN
 from stoix_like.types import StepType
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stoix_like.learning_targets import SEBULBA_TARGETS, TARGETS, LearningTarget, shortfalls
-from stoix_like.population import bootstrap_interval, interquartile_mean, summarize
+from stoix_like.claims.learning_targets import SEBULBA_TARGETS, TARGETS, LearningTarget, shortfalls
+from stoix_like.claims.population import bootstrap_interval, interquartile_mean, summarize
 
 
 def test_iqm_is_the_mean_of_the_middle_half():
@@ -50,7 +50,7 @@ def test_every_algorithm_has_a_target_on_a_config_that_exists():
 
     from omegaconf import OmegaConf
 
-    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.config.compose import CONFIG_DIR
     from stoix_like.systems import MODULE_OF
 
     # an algorithm whose default arch is Sebulba (IMPALA) has its reference target in SEBULBA_TARGETS alone

@@ -11,7 +11,10 @@ import pytest
 from conftest import assert_population_learns
 
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, normalization, parallel
+from stoix_like.run import experiment
+from stoix_like.learner import budget as budget_lib
+from stoix_like.learner import normalization
+from stoix_like.runtime import parallel
 from stoix_like.envs import Wrapper
 from stoix_like.systems.on_policy import policy_gradient, ppo, rollout
 
@@ -89,7 +92,7 @@ def test_values_read_after_the_rollout_are_the_ones_acting_would_have_recorded(c
     step's value wherever the episode went on."""
     config = compose("ppo", ["arch.total_num_envs=8", "system.rollout_length=64", "arch.total_timesteps=512",
                              "arch.num_evaluation=1", "system.normalize_observations=True"])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     env, _ = envs_lib.make(config.env)
     parts = policy_gradient.build_actor_critic(env, jax.random.PRNGKey(3), config, budget)
     networks = parts.networks

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import assert_population_learns
 
-from stoix_like import experiment
+from stoix_like.run import experiment
 from stoix_like.envs import Wrapper
 from stoix_like.systems.on_policy import pqn
 
@@ -22,7 +22,7 @@ TINY = ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatc
 @pytest.mark.learning
 def test_pqn_learns_cartpole(compose):
     # config/pqn.yaml as shipped (its 150,000-step budget included), seeds 0..3 in one program, must meet its
-    # target in stoix_like/learning_targets.py: a population claim, never a bar on one seed
+    # target in stoix_like/claims/learning_targets.py: a population claim, never a bar on one seed
     assert_population_learns(compose, "pqn")
 
 

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from stoix_like import experiment
+from stoix_like.run import experiment
 from stoix_like.errors import ConfigError
 from stoix_like.systems.on_policy import ppo
 

@@ -13,9 +13,9 @@ import orbax.checkpoint as ocp
 import pytest
 from conftest import compose_config, run_python
 
-from stoix_like import config_schema
+from stoix_like.config import validation
 from stoix_like.errors import ConfigError
-from stoix_like.exploration import per_actor_epsilons
+from stoix_like.learner.exploration import per_actor_epsilons
 from stoix_like.networks.heads import q_head
 from stoix_like.networks.recurrent import RecurrentCore, RecurrentQNetwork
 from stoix_like.networks.torsos import MLPTorso
@@ -133,7 +133,7 @@ def test_each_actor_explores_at_its_own_epsilon():
 def test_bad_sequence_settings_and_unfit_networks_are_refused(algorithm, overrides, refusal):
     config = compose_config(algorithm, overrides)
     with pytest.raises(ConfigError, match=refusal) as error:
-        config_schema.validate(config)
+        validation.validate(config)
     assert "\n" not in str(error.value)
 
 

@@ -13,17 +13,19 @@ import orbax.checkpoint as ocp
 import pytest
 from conftest import train_then_resume
 
-from stoix_like import config_schema, experiment
+from stoix_like.config import validation
+from stoix_like.run import experiment
+from stoix_like.learner import budget as budget_lib
 from stoix_like import envs as envs_lib
-from stoix_like.entry import compose_config
+from stoix_like.config.compose import compose_config
 from stoix_like.envs.environment import DiscreteActionSpace
 from stoix_like.errors import ConfigError
-from stoix_like.evaluator import PolicyWithMemory, make_evaluator
-from stoix_like.learning_targets import coverage_of, target_of
+from stoix_like.learner.evaluator import PolicyWithMemory, make_evaluator
+from stoix_like.claims.learning_targets import coverage_of, target_of
 from stoix_like.networks.heads import policy_head
 from stoix_like.networks.recurrent import RecurrentActor, RecurrentCore, initial_hidden
 from stoix_like.networks.torsos import MLPTorso
-from stoix_like.population import summarize
+from stoix_like.claims.population import summarize
 from stoix_like.systems.on_policy import ppo, recurrent_ppo
 from stoix_like.types import Observation
 
@@ -118,7 +120,7 @@ def test_observed_indices_out_of_range_are_refused():
 def test_recurrent_networks_go_only_with_recurrent_systems(algorithm, network, refusal):
     config = compose_config(algorithm, [f"network={network}"])
     with pytest.raises(ConfigError, match=refusal):
-        config_schema.validate(config)
+        validation.validate(config)
 
 
 @pytest.mark.parametrize("command, refusal", [
@@ -137,14 +139,14 @@ def test_the_command_line_refuses_in_one_line_with_exit_code_2(python_subprocess
 def test_a_cell_that_does_not_exist_is_refused():
     config = compose_config("rec_ppo", ["network.actor_network.recurrent_core.cell=rnn"])
     with pytest.raises(ConfigError, match=r"recurrent_core\.cell=rnn is not one of the choices"):
-        config_schema.validate(config)
+        validation.validate(config)
 
 
 def test_minibatches_of_whole_sequences_must_split_the_envs(compose):
     # 6 envs per slot: 4 minibatches of whole sequences would drop or duplicate envs
     config = compose("rec_ppo", ["arch.total_num_envs=6", "system.rollout_length=8", "system.num_minibatches=4",
                                  "arch.num_evaluation=1", "arch.total_timesteps=48"])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
     with pytest.raises(ConfigError, match=r"system\.num_minibatches=4 must divide envs per slot .*=6; "
                                           r"try one of \[2, 3, 6\]"):
@@ -212,7 +214,7 @@ def _feed_forward_budget(recurrent_steps: int) -> int:
 def test_memory_matters_on_the_masked_cartpole(compose):
     """Recurrent PPO's shipped defaults meet their target on CartPole without velocities (4 seeds, CI-sized; the
     learning table trains 8); feed-forward PPO's defaults, with at least as many steps, stay far below."""
-    from stoix_like.learning_population import train_population
+    from stoix_like.claims.learning_population import train_population
 
     coverage = coverage_of("rec_ppo")
     recurrent = train_population("rec_ppo", compose, coverage.first_seed, coverage.num_seeds)
@@ -236,7 +238,7 @@ def test_memory_matters_on_memory_chain(compose):
     """bsuite's MemoryChain: recurrent PPO's shipped defaults reach 90% success (a mean return of 0.8: each episode
     ends +1 or -1) on 4 of the seeds nobody tuned on (1000..1003; the benchmark trains 8), while feed-forward PPO's,
     on the same seeds and budget, stays clearly below, near chance (`learning_population.compare_memory`)."""
-    from stoix_like.learning_population import compare_memory
+    from stoix_like.claims.learning_population import compare_memory
 
     coverage = coverage_of("rec_ppo", "gymnax/memory_chain")
     comparison = compare_memory(compose, "gymnax/memory_chain", coverage.first_seed, coverage.num_seeds)

@@ -1,4 +1,4 @@
-"""Replay (stoix_like.replay, systems/off_policy.py): the n-step view of sampled sequences, buffers that cannot
+"""Replay (stoix_like.learner.replay, systems/off_policy.py): the n-step view of sampled sequences, buffers that cannot
 work refused early, prioritized replay's importance weights and priorities, and whole sequences reaching a learner.
 
 Expected n-step numbers are worked out by hand in the comments.
@@ -13,9 +13,11 @@ import pytest
 from flashbax.buffers import sum_tree
 
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, parallel, replay
+from stoix_like.learner import budget as budget_lib
+from stoix_like.runtime import parallel
+from stoix_like.learner import replay
 from stoix_like.errors import ConfigError
-from stoix_like.system_contract import LearnerOutput
+from stoix_like.learner.system_contract import LearnerOutput
 from stoix_like.systems import off_policy
 from stoix_like.types import Observation
 
@@ -71,7 +73,7 @@ def test_one_step_transition_is_the_stored_step():
 def buffer_error(compose, overrides) -> str:
     config = compose("dqn", overrides)
     with pytest.raises(ConfigError) as error:
-        replay.make_buffer(config.system, experiment.make_budget(config), replay.n_step_batches(config.system))
+        replay.make_buffer(config.system, budget_lib.make_budget(config), replay.n_step_batches(config.system))
     message = str(error.value)
     assert "\n" not in message
     return message
@@ -93,7 +95,7 @@ def test_each_slot_samples_its_share_of_the_total_batch(compose, monkeypatch):
     built = {}
     monkeypatch.setattr(replay.fbx, "make_trajectory_buffer", lambda **kwargs: built.update(kwargs))
     config = compose("dqn", ["arch.update_batch_size=2", "system.total_batch_size=64"])
-    replay.make_buffer(config.system, experiment.make_budget(config), replay.n_step_batches(config.system))
+    replay.make_buffer(config.system, budget_lib.make_budget(config), replay.n_step_batches(config.system))
     assert built["sample_batch_size"] == 32
 
 
@@ -112,7 +114,7 @@ def random_act(params, observation, key, global_env_steps):
 def skeleton_alone(config, learn_from_batch, batches: replay.BatchView, prioritized: bool = False):
     """The off-policy skeleton with random CartPole actions and a stand-in learner: (final state, LearnerOutput)."""
     train_env, _ = envs_lib.make(config.env)
-    setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, experiment.make_budget(config),
+    setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, budget_lib.make_budget(config),
                                      params=(), opt_states=(), act=random_act, learn_from_batch=learn_from_batch,
                                      batches=batches, eval_policy=None, eval_params=None, prioritized=prioritized)
     return parallel.distribute(setup.learner_fn)(setup.learner_state)

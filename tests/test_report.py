@@ -2,7 +2,7 @@
 
 The runs are tiny (a few updates on CartPole): what is checked is that the figures exist with their sizes, that
 every number of the tables is the JSON logs' own, that a sweep's jobs group by the keys that differ, and that
-the report's statistics agree with the core's (stoix_like/population.py). No learning is claimed here.
+the report's statistics agree with the core's (stoix_like/claims/population.py). No learning is claimed here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import pytest
 from conftest import compose_config
 from scipy import stats
 
-from stoix_like import experiment, population
+from stoix_like.run import experiment
+from stoix_like.claims import population
 from stoix_like.report import runs as report_runs
 from stoix_like.systems import system_module
 
@@ -147,7 +148,7 @@ def test_report_tables_hold_the_json_logs_numbers(report, results_dir):
 def test_learning_table_cells_are_the_logs_final_and_absolute_returns_with_the_targets_verdict(report, results_dir):
     """README's learning-table cells for one population: the IQM [CI] of the final params' and of the best params'
     returns as logged, the seeds solved on each, and the target judged on both (a few updates solve nothing)."""
-    from stoix_like.learning_targets import target_of
+    from stoix_like.claims.learning_targets import target_of
     from stoix_like.report import learning_table
 
     built, _ = report
@@ -255,7 +256,7 @@ def test_an_unfinished_run_is_reported_from_its_last_evaluation(results_dir, tmp
 
 
 def test_a_task_that_hides_observation_entries_is_reported_apart_from_its_scenario():
-    from stoix_like import run_record
+    from stoix_like.run import run_record
 
     cartpole, masked = (compose_config("ppo", [f"env=gymnax/{option}"]).env
                         for option in ("cartpole", "cartpole_masked"))

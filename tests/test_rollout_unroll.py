@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, parallel
+from stoix_like.learner import budget as budget_lib
+from stoix_like.runtime import parallel
 from stoix_like.systems.on_policy import ppo
 from stoix_like.systems.q_learning import dqn
 
@@ -26,7 +27,7 @@ TINY = {
 def learned_state(compose, algorithm: str, unroll: int):
     module, overrides = TINY[algorithm]
     config = compose(algorithm, overrides + [f"arch.rollout_unroll={unroll}"])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
     setup = module.learner_setup(train_env, jax.random.PRNGKey(0), config, budget)
     state, _ = parallel.distribute(setup.learner_fn)(setup.learner_state)

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stoix_like import config_schema
+from stoix_like.config import validation
 from stoix_like.envs.environment import ContinuousActionSpace
 from stoix_like.errors import ConfigError
 from stoix_like.networks.distributions import TanhGaussian
@@ -99,7 +99,7 @@ def test_the_sequence_loss_trains_the_continuous_policy_head_on_the_stored_draws
                           jnp.zeros((batch, 1)))
     from omegaconf import OmegaConf
 
-    from stoix_like.replay import Transition
+    from stoix_like.learner.replay import Transition
 
     system = OmegaConf.create({"unroll_steps": 2, "n_step": 2, "gamma": GAMMA, "vf_coef": 1.0,
                                "bootstrap_from": "search"})
@@ -159,7 +159,7 @@ def test_a_support_too_small_for_pendulum_s_returns_is_refused(compose):
     ("sampled_mz", "system.unroll_steps=0"), ("sampled_mz", "system.max_abs_reward=0")])
 def test_bad_settings_are_refused_before_anything_compiles(compose, algorithm, override):
     with pytest.raises(ConfigError, match=override):
-        config_schema.validate(compose(algorithm, [override]))
+        validation.validate(compose(algorithm, [override]))
 
 
 def test_a_short_run_runs(compose):

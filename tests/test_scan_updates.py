@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like import parallel
+from stoix_like.runtime import parallel
 
 
 def _update_step(state: jax.Array):

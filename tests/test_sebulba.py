@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT, compose_config, run_python
-from stoix_like import config_schema
+from stoix_like.config import validation
 
 TWO_CPU_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
 # 2 evaluations × 8 updates × 32 steps × 4 envs = 2,048 steps; small networks compile fast
@@ -28,7 +28,7 @@ import json, sys, threading
 import jax, numpy as np
 sys.path.insert(0, sys.argv[2])
 from conftest import compose_config
-from stoix_like.sebulba import loop
+from stoix_like.run.sebulba import loop
 from stoix_like.systems.on_policy import ppo
 
 assert jax.device_count() == 2, jax.devices()
@@ -95,7 +95,7 @@ import json, sys, threading, time
 import gymnasium
 sys.path.insert(0, sys.argv[2])
 from conftest import compose_config
-from stoix_like.sebulba import loop
+from stoix_like.run.sebulba import loop
 from stoix_like.systems.on_policy import ppo
 
 CLOSED = []
@@ -152,12 +152,12 @@ def test_a_failing_actor_ends_the_run_with_its_error_and_no_thread_left(tmp_path
 ])
 def test_bad_sebulba_configs_are_refused_in_one_line(overrides, expected):
     config = compose_config("ppo", ["arch=sebulba", "env=gymnasium/cartpole", *overrides])
-    problems = config_schema.problems(config)
+    problems = validation.problems(config)
     assert problems and expected in problems[0], problems
 
 
 def test_cpu_envs_are_refused_by_anakin():
-    problems = config_schema.problems(compose_config("ppo", ["env=gymnasium/cartpole"]))
+    problems = validation.problems(compose_config("ppo", ["env=gymnasium/cartpole"]))
     assert problems and "use arch=sebulba" in problems[0], problems
 
 
@@ -176,7 +176,7 @@ INTERRUPTED = r'''
 import json, sys, threading, time
 sys.path.insert(0, sys.argv[2])
 from conftest import compose_config
-from stoix_like.sebulba import loop
+from stoix_like.run.sebulba import loop
 from stoix_like.systems.on_policy import ppo
 
 config = compose_config("ppo", json.loads(sys.argv[3]), base_exp_path=sys.argv[1] + "/run")
@@ -231,7 +231,7 @@ def test_ctrl_c_is_a_request_the_learner_raises_at_its_next_wait():
     import queue
     import signal
 
-    from stoix_like.sebulba.threads import Supervisor, stop_on_ctrl_c
+    from stoix_like.run.sebulba.threads import Supervisor, stop_on_ctrl_c
 
     default = signal.getsignal(signal.SIGINT)
     supervisor = Supervisor(shutdown_timeout_seconds=1.0)

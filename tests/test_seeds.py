@@ -17,7 +17,7 @@ import orbax.checkpoint as ocp
 import pytest
 from conftest import run_python
 
-from stoix_like import parallel
+from stoix_like.runtime import parallel
 from stoix_like.errors import ConfigError
 
 SMALL_NETWORK = ["network.actor_network.pre_torso.layer_sizes=[16]",

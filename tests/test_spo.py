@@ -17,7 +17,7 @@ from conftest import assert_population_clears
 from omegaconf import OmegaConf
 from test_alphazero import IllegalThirdAction, WalkState
 
-from stoix_like import config_schema
+from stoix_like.config import validation
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import AutoReset, EpisodeMetrics, VmapWrapper, transition
 from stoix_like.errors import ConfigError
@@ -168,7 +168,7 @@ def test_a_particle_stops_where_its_episode_ends(terminates, smc_return):
                                       "system.advantage_temperature=0"])
 def test_bad_plan_settings_are_refused_before_anything_compiles(compose, override):
     with pytest.raises(ConfigError, match=override):
-        config_schema.validate(compose("spo", [override]))
+        validation.validate(compose("spo", [override]))
 
 
 SHORT = ["arch.total_timesteps=2048", "arch.num_evaluation=2", "arch.total_num_envs=4", "arch.num_eval_episodes=2",

@@ -14,11 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stoix_like import compilation_cache
+from stoix_like.runtime import compilation_cache
 from stoix_like.networks.distributions import MaskedCategorical
 from stoix_like.networks.torsos import MLPTorso
 from stoix_like.ops.masking import mask_illegal
-from stoix_like.threefry_lowering import unrolled_threefry
+from stoix_like.runtime.threefry_lowering import unrolled_threefry
 
 LOGITS = jax.random.normal(jax.random.PRNGKey(3), (257, 5)) * 4.0
 MASK = jax.random.bernoulli(jax.random.PRNGKey(4), 0.7, (257, 5)).at[:, 0].set(True)  # one legal action at least
@@ -84,7 +84,7 @@ def test_the_gymnax_suite_loads_no_plotting_library_until_something_draws():
 
 
 def test_a_deferred_module_not_installed_is_left_for_its_importer_to_report():
-    from stoix_like import deferred_imports
+    from stoix_like.runtime import deferred_imports
 
     deferred_imports.defer("no_such_module_stoix_like")
     assert "no_such_module_stoix_like" not in sys.modules
@@ -92,43 +92,45 @@ def test_a_deferred_module_not_installed_is_left_for_its_importer_to_report():
 
 def _small_setup(compose, algorithm: str, learner_setup, overrides=()):
     from stoix_like import envs as envs_lib
-    from stoix_like import experiment
+    from stoix_like.run import experiment
+    from stoix_like.learner import budget as budget_lib
 
     config = compose(algorithm, ["arch.total_num_envs=4", "arch.num_evaluation=1", "arch.num_eval_episodes=6",
                                  *overrides])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, eval_env = envs_lib.make(config.env)
     return experiment.set_up(learner_setup, train_env, config, budget, [0, 1]), eval_env
 
 
 @pytest.mark.parametrize("algorithm", ["ppo", "dqn"])  # an actor-critic and a value-based state
 def test_eval_params_only_select_so_the_loop_may_slice_after_selecting(compose, algorithm):
-    # experiment.eval_params_of applies a system's eval_params to the whole state, then takes one slot
+    # shared.eval_params_of applies a system's eval_params to the whole state, then takes one slot
     import importlib
 
-    from stoix_like import experiment, parallel
+    from stoix_like.run import shared
+    from stoix_like.runtime import parallel
 
     module = {"ppo": "stoix_like.systems.on_policy.ppo", "dqn": "stoix_like.systems.q_learning.dqn"}[algorithm]
     # a budget of whole updates after each system's warm-up
     overrides = {"ppo": [], "dqn": ["arch.total_timesteps=6600", "system.total_buffer_size=4096"]}[algorithm]
     prepared, _ = _small_setup(compose, algorithm, importlib.import_module(module).learner_setup, overrides)
     for seed_index in (0, 1):
-        selected_then_sliced = experiment.eval_params_of(prepared.system, prepared.fresh_state, seed_index, 2)
+        selected_then_sliced = shared.eval_params_of(prepared.system, prepared.fresh_state, seed_index, 2)
         sliced_then_selected = parallel.local_host_copy(
             prepared.system.eval_params(parallel.first_slot(prepared.fresh_state, seed_index, 2)))
         chex.assert_trees_all_equal(selected_then_sliced, sliced_then_selected)
-    first, second = (jax.tree_util.tree_leaves(experiment.eval_params_of(prepared.system, prepared.fresh_state, k, 2))
+    first, second = (jax.tree_util.tree_leaves(shared.eval_params_of(prepared.system, prepared.fresh_state, k, 2))
                      for k in (0, 1))
     assert any(not np.array_equal(a, b) for a, b in zip(first, second)), "two seeds' params should differ"
 
 
 def test_an_evaluator_compiled_beside_the_learner_evaluates_as_one_compiled_at_its_first_call(compose):
-    from stoix_like import experiment
-    from stoix_like.evaluator import make_evaluator
+    from stoix_like.run import experiment, shared
+    from stoix_like.learner.evaluator import make_evaluator
     from stoix_like.systems.on_policy import ppo
 
     prepared, eval_env = _small_setup(compose, "ppo", ppo.learner_setup)
-    params = experiment.eval_params_of(prepared.system, prepared.fresh_state, 1, 2)
+    params = shared.eval_params_of(prepared.system, prepared.fresh_state, 1, 2)
     at_first_call = make_evaluator(eval_env, prepared.system.eval_policy, 6)
     ahead = make_evaluator(eval_env, prepared.system.eval_policy, 6)
     learn, _ = experiment.compile_programs(prepared.system, prepared.fresh_state, 2, ahead, params)
@@ -140,7 +142,7 @@ def test_an_evaluator_compiled_beside_the_learner_evaluates_as_one_compiled_at_i
 
 @pytest.mark.parametrize("seed", [0, 3, 42, 1007, -1, 2 ** 31 - 1, -(2 ** 31)])
 def test_keys_made_and_split_on_the_host_are_jax_s_bit_for_bit(seed):
-    from stoix_like import host_keys
+    from stoix_like.runtime import host_keys
 
     key = host_keys.seed_key(seed)
     np.testing.assert_array_equal(key, np.asarray(jax.random.PRNGKey(seed)))
@@ -159,7 +161,7 @@ def test_keys_made_and_split_on_the_host_are_jax_s_bit_for_bit(seed):
 
 
 def test_slot_keys_split_on_the_host_are_the_keys_jax_splits():
-    from stoix_like import host_keys, parallel
+    from stoix_like.runtime import host_keys, parallel
 
     key = host_keys.split(host_keys.seed_key(11), 2)[1]
     for num_per_slot in (None, 1, 4):
@@ -171,7 +173,7 @@ def test_slot_keys_split_on_the_host_are_the_keys_jax_splits():
 
 
 def test_a_split_on_the_host_defers_to_jax_for_typed_keys():
-    from stoix_like import host_keys
+    from stoix_like.runtime import host_keys
 
     typed = jax.random.key(7)
     np.testing.assert_array_equal(jax.random.key_data(host_keys.split(typed, 3)),
@@ -182,7 +184,7 @@ def test_a_split_on_the_host_defers_to_jax_for_typed_keys():
 def test_the_optimizer_state_made_on_the_host_is_optax_s_initial_state(decay):
     import optax
 
-    from stoix_like.optim import make_optimizer
+    from stoix_like.learner.optim import make_optimizer
 
     params = MLPTorso(layer_sizes=(8, 4), activation="tanh").init(jax.random.PRNGKey(0), jnp.ones((1, 3)))
     schedule = optax.linear_schedule(1e-3, 0.0, 10) if decay else 1e-3
@@ -221,8 +223,9 @@ def test_the_collector_skips_what_is_loaded_only_when_the_entry_is_the_program(t
 SETUP_COMPILES = """
 import logging, jax
 from hydra import compose, initialize_config_dir
-from stoix_like import experiment, envs as envs_lib
-from stoix_like.entry import CONFIG_DIR
+from stoix_like import envs as envs_lib
+from stoix_like.run import experiment
+from stoix_like.config.compose import CONFIG_DIR
 from stoix_like.systems import system_module
 
 compiled = []
@@ -233,7 +236,7 @@ class Compilations(logging.Handler):
             compiled.append(message.split()[4])
 with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
     config = compose(config_name="{algorithm}", overrides=["arch.seed=3"])
-budget = experiment.make_budget(config)
+budget = budget_lib.make_budget(config)
 train_env, _ = envs_lib.make(config.env)
 logging.getLogger("jax").addHandler(Compilations())
 jax.config.update("jax_log_compiles", True)

@@ -230,17 +230,17 @@ def test_cnn_patches_compute_exactly_a_same_padded_convolution():
 
 
 def test_an_image_observation_needs_a_cnn_and_a_cnn_needs_one(compose):
-    from stoix_like import config_schema
+    from stoix_like.config import validation
     from stoix_like.errors import ConfigError
 
     with pytest.raises(ConfigError, match="set env.observation_layout=image"):
-        config_schema.validate(compose("ppo", ["env=gymnax/breakout", "network=cnn_ppo"]))
+        validation.validate(compose("ppo", ["env=gymnax/breakout", "network=cnn_ppo"]))
     with pytest.raises(ConfigError, match="choose a CNN network"):
-        config_schema.validate(compose("ppo", ["env=gymnax/breakout", "env.observation_layout=image"]))
+        validation.validate(compose("ppo", ["env=gymnax/breakout", "env.observation_layout=image"]))
     with pytest.raises(ConfigError, match="lengths must agree"):
-        config_schema.validate(compose("ppo", ["env=gymnax/breakout", "env.observation_layout=image",
+        validation.validate(compose("ppo", ["env=gymnax/breakout", "env.observation_layout=image",
                                                "network=cnn_ppo", "network.actor_network.pre_torso.strides=[1]"]))
-    config_schema.validate(compose("ppo", ["env=gymnax/breakout", "env.observation_layout=image", "network=cnn_ppo"]))
+    validation.validate(compose("ppo", ["env=gymnax/breakout", "env.observation_layout=image", "network=cnn_ppo"]))
 
 
 def test_a_vector_observation_cannot_be_kept_as_an_image():

@@ -1,15 +1,17 @@
-"""The system contract (stoix_like/system_contract.py) holds for every registered system, statically checkable parts
+"""The system contract (stoix_like/learner/system_contract.py) holds for every registered system, statically checkable parts
 checked here at run time too: what each module supplies, what `get_learner_fn` means, which learner-state fields
 the shared on-policy helpers read."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import pathlib
 import typing
 
 import pytest
 
-from stoix_like import system_contract
+from stoix_like.learner import system_contract
 from stoix_like.systems import MODULE_OF, off_policy, system_module
 from stoix_like.systems.on_policy import rollout
 from stoix_like.types import OnPolicyLearnerState, PPOPenaltyLearnerState, PQNLearnerState, RecurrentLearnerState
@@ -22,6 +24,24 @@ LEARNER_BUILDERS = ["policy_gradient", "recurrent_ppo", "pqn", "vmpo", "off_poli
 @pytest.mark.parametrize("algorithm", sorted(MODULE_OF))
 def test_every_registered_system_supplies_the_system_protocol(algorithm):
     assert isinstance(system_module(algorithm), system_contract.System)
+
+
+def _entry_calls(path: pathlib.Path) -> list:
+    """The `hydra_entry(...)` calls in an `experiments/<name>.py`, as (positional args, keyword names)."""
+    calls = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
+             and getattr(node.func, "id", None) == "hydra_entry"]
+    return [([ast.literal_eval(arg) for arg in call.args], [kw.arg for kw in call.keywords]) for call in calls]
+
+
+def test_one_registry_every_entry_names_its_algorithm_only():
+    """`systems.MODULE_OF` is the only name -> module map: each algorithm's entry passes its name alone, and every
+    registered algorithm has an entry."""
+    experiments = pathlib.Path(__file__).resolve().parents[1] / "experiments"
+    entries = {path.stem: _entry_calls(path) for path in experiments.glob("*.py")}
+    algorithm_entries = {name: calls for name, calls in entries.items() if name in MODULE_OF}
+    assert set(algorithm_entries) == set(MODULE_OF)
+    for name, calls in algorithm_entries.items():
+        assert calls == [([name], [])], f"experiments/{name}.py should be `hydra_entry({name!r})`, got {calls}"
 
 
 @pytest.mark.parametrize("module_name", SYSTEM_MODULES + ["off_policy", "on_policy.rollout", "on_policy.policy_gradient",

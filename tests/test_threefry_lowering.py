@@ -10,9 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, parallel
+from stoix_like.run import experiment
+from stoix_like.learner import budget as budget_lib
+from stoix_like.runtime import parallel
 from stoix_like.systems.on_policy import pqn
-from stoix_like.threefry_lowering import unrolled_threefry
+from stoix_like.runtime.threefry_lowering import unrolled_threefry
 
 
 def _compiled_text_and_result(fn: Callable, key: jax.Array, unrolled: bool):
@@ -88,7 +90,7 @@ def test_a_learner_compiled_unrolled_learns_bit_identically(compose):
     config = compose("pqn", ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatches=2",
                              "arch.num_evaluation=1", "arch.total_timesteps=64",
                              "network.q_network.pre_torso.layer_sizes=[16]"])
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
     prepared = experiment.set_up(pqn.learner_setup, train_env, config, budget, [0])
     rolled = parallel.distribute(prepared.system.learner_fn).lower(prepared.fresh_state).compile()
@@ -107,7 +109,7 @@ def test_the_unrolled_hash_matches_jax_s_on_many_counts_and_keys():
     # every size, not only the ones unrolled inside learners: the hash itself is the same function
     from jax.extend.random import threefry2x32_p
 
-    from stoix_like.threefry_lowering import threefry2x32
+    from stoix_like.runtime.threefry_lowering import threefry2x32
 
     words = jax.random.bits(jax.random.PRNGKey(5), (4, 1000), jnp.uint32)
     expected = threefry2x32_p.bind(*words)

@@ -17,12 +17,12 @@ import pytest
 
 from conftest import assert_population_learns, run_python
 from stoix_like import envs as envs_lib
-from stoix_like import experiment
+from stoix_like.learner import budget as budget_lib
 from stoix_like.errors import ConfigError
 from stoix_like.networks import heads
 from stoix_like.networks.noisy import NoisyDense
 from stoix_like.ops import losses
-from stoix_like.replay import Transition
+from stoix_like.learner.replay import Transition
 from stoix_like.systems.q_learning import distributional_dqn
 from stoix_like.systems.q_learning import dqn
 from stoix_like.systems.q_learning import value_based
@@ -214,7 +214,7 @@ def setup_error(compose, name, overrides) -> str:
     setup = distributional_dqn.learner_setup if name in ("c51", "qr_dqn", "rainbow") else dqn.learner_setup
     train_env, _ = envs_lib.make(config.env)
     with pytest.raises(ConfigError) as error:
-        setup(train_env, jax.random.PRNGKey(0), config, experiment.make_budget(config))
+        setup(train_env, jax.random.PRNGKey(0), config, budget_lib.make_budget(config))
     message = str(error.value)
     assert "\n" not in message
     return message
@@ -270,7 +270,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[2])
 from conftest import compose_config
 from stoix_like import envs as envs_lib
-from stoix_like import experiment, parallel
+from stoix_like.runtime import parallel
 from stoix_like.systems.q_learning import distributional_dqn
 from stoix_like.systems.q_learning import dqn
 
@@ -278,7 +278,7 @@ assert jax.device_count() == 2, jax.devices()
 results = {}
 for name, overrides in json.loads(sys.argv[3]).items():
     config = compose_config(name, overrides)
-    budget = experiment.make_budget(config)
+    budget = budget_lib.make_budget(config)
     train_env, _ = envs_lib.make(config.env)
     system = dqn if name == "dqn" else distributional_dqn
     setup = system.learner_setup(train_env, jax.random.PRNGKey(0), config, budget)
@@ -338,7 +338,7 @@ def test_two_devices_keep_identical_params_while_their_replay_buffers_differ(two
 # ------------------------------------------------------------------------------------------ learning CartPole
 # Each algorithm's shipped config (budget included: config/<name>.yaml sets it, with its measured results), seeds
 # 0..3 in one program (learning_targets.COVERAGE; README's rows are 8-seed populations), must meet CARTPOLE_VALUE_BASED in
-# stoix_like/learning_targets.py: an IQM of absolute returns ≥ 475 with at most 1 seed below 400. Never a bar on
+# stoix_like/claims/learning_targets.py: an IQM of absolute returns ≥ 475 with at most 1 seed below 400. Never a bar on
 # one seed: another CPU makes it another seed.
 
 

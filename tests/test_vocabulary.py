@@ -15,8 +15,8 @@ import pytest
 from omegaconf import OmegaConf
 from conftest import compose_config
 
-from stoix_like import config_schema, schemas
-from stoix_like.entry import CONFIG_DIR, available_options
+from stoix_like.config import validation, schemas
+from stoix_like.config.compose import CONFIG_DIR, available_options
 
 ALGORITHMS = sorted(name[: -len(".yaml")] for name in os.listdir(CONFIG_DIR)
                     if name.endswith(".yaml") and name not in ("hydra_settings.yaml", "evaluate.yaml"))
@@ -35,7 +35,7 @@ BLOCKS = {
     "epsilon-greedy exploration": {"epsilon_start", "epsilon_end", "epsilon_decay_fraction"},
     "target network": {"tau", "target_update_period"},
     "deterministic policy": {"policy_frequency", "target_policy_noise", "target_noise_clip", "exploration_noise"},
-    "munchausen": set(config_schema.MUNCHAUSEN_KEYS),
+    "munchausen": set(validation.MUNCHAUSEN_KEYS),
     "dual variables": {"init_temperature", "init_kl_multiplier", "temperature_kl_bound", "mean_kl_bound",
                        "scale_kl_bound", "categorical_kl_bound"},
     "tree search": {"search_policy", "num_simulations", "max_depth"},
@@ -123,7 +123,7 @@ def test_sizes_summed_over_devices_and_slots_say_total(configs):
 
 def test_keys_are_spelt_the_american_way(configs):
     for name, config in configs.items():
-        british = [key for key, _ in config_schema.leaves(config) if BRITISH.search(key)]
+        british = [key for key, _ in validation.leaves(config) if BRITISH.search(key)]
         assert not british, (name, british)
 
 
@@ -142,7 +142,7 @@ def test_every_env_has_the_one_time_limit_key(tmp_path):
 
 
 def test_each_system_config_has_exactly_the_keys_of_its_schema(configs):
-    """The schema (stoix_like/schemas.py) lists the keys the system's code reads; its YAML holds their values."""
+    """The schema (stoix_like/config/schemas.py) lists the keys the system's code reads; its YAML holds their values."""
     for name, config in configs.items():
         schema = schemas.SYSTEM_SCHEMAS[str(config.system.system_name)]
         assert set(config.system) == schemas.schema_keys(name), (name, schema.__name__)
@@ -207,7 +207,7 @@ def test_every_tuned_file_is_composed_on_its_task(path):
     assert (pathlib.Path(CONFIG_DIR) / f"{algorithm}.yaml").exists(), f"no config/{algorithm}.yaml"
     assert (pathlib.Path(CONFIG_DIR) / group / f"{choice}.yaml").exists(), f"no config/{group}/{choice}.yaml"
     composed = compose_config(algorithm, [f"{group}={choice}"])
-    for key, value in config_schema.leaves(OmegaConf.load(path)):
+    for key, value in validation.leaves(OmegaConf.load(path)):
         assert OmegaConf.select(composed, key) == value, f"{key} is not {value} with {group}={choice}"
 
 

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like import host_keys
+from stoix_like.runtime import host_keys
 from stoix_like.errors import ConfigError
 from stoix_like.types import Array, EnvState, Observation, PRNGKey, TimeStep
 

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like import deferred_imports
+from stoix_like.runtime import deferred_imports
 from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError

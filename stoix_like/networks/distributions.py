@@ -116,7 +116,7 @@ class DeterministicAction:
         self.action, self.low, self.high = action, low, high
 
     def sample(self, seed: jax.Array) -> jax.Array:
-        del seed  # exploration noise is the system's business (stoix_like.exploration)
+        del seed  # exploration noise is the system's business (stoix_like.learner.exploration)
         return self.action
 
     def mode(self) -> jax.Array:

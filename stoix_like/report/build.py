@@ -12,39 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
 from stoix_like.report import figures, runs, statistics, tables
-from stoix_like.report.statistics import CurveEstimate, Estimate
-
-
-@dataclass
-class EnvResults:
-    env: str
-    groups: List[runs.Group]  # by label
-    aggregates: Dict[str, Dict[str, Estimate]]  # label -> IQM / Median / Mean of absolute returns
-    best_eval: Dict[str, float]  # label -> IQM over seeds of each seed's best evaluation
-    mean_curves: Dict[str, CurveEstimate]
-    iqm_curves: Dict[str, CurveEstimate]
-    improvements: Dict[Tuple[str, str], Estimate]  # (X, Y) -> P(X > Y)
-    curve_file: str
-
-    @property
-    def solved_return(self) -> Optional[float]:
-        values = {group.solved_return for group in self.groups} - {None}
-        return values.pop() if len(values) == 1 else None
-
-
-@dataclass
-class Report:
-    envs: List[EnvResults]
-    command: str
-    reps: int
-    confidence: float = statistics.CONFIDENCE
-    files: List[str] = field(default_factory=list)
+from stoix_like.report.results import EnvResults, Report
 
 
 def file_name(env: str) -> str:

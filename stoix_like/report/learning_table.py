@@ -19,9 +19,9 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from stoix_like import population
+from stoix_like.claims import population
 from stoix_like.errors import ConfigError
-from stoix_like.learning_targets import LearningTarget, all_targets, coverage_of, shortfalls, target_of
+from stoix_like.claims.learning_targets import LearningTarget, all_targets, coverage_of, shortfalls, target_of
 from stoix_like.report import runs, statistics
 from stoix_like.report.statistics import Estimate
 
@@ -187,7 +187,7 @@ def _misses(target: LearningTarget, logged: Population) -> List[str]:
 
 def sebulba_table(root: str) -> str:
     """A row per population folder under `root`, judged against learning_targets.SEBULBA_TARGETS."""
-    from stoix_like.learning_targets import SEBULBA_TARGETS
+    from stoix_like.claims.learning_targets import SEBULBA_TARGETS
 
     lines = list(SEBULBA_HEADER)
     for folder in sorted(os.listdir(root)):
@@ -223,7 +223,7 @@ BRAX_PEER = "brax.training PPO (absolute: its best evaluation)"
 def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
     """Ours and brax's trainer, a row each per logged population of every brax target (ConfigError for a target
     without one)."""
-    from stoix_like.learning_targets import BRAX_TARGETS
+    from stoix_like.claims.learning_targets import BRAX_TARGETS
 
     lines = list(CONTINUOUS_HEADER)
     for (algorithm, env), target in BRAX_TARGETS.items():

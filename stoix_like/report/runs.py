@@ -1,7 +1,7 @@
 """Read runs' logs and group them for a report. Core only (numpy, omegaconf): no extra needed.
 
 A run directory holds `metrics.json` (marl-eval layout: env → task → algorithm → seed_k → step_i) and, from runs
-of this project, `run.json` (stoix_like/run_record.py: the composed config and timings). A report is given run
+of this project, `run.json` (stoix_like/run/run_record.py: the composed config and timings). A report is given run
 directories, `metrics.json` files, globs of either, or folders holding any number of them (a Hydra multirun sweep,
 the learning table's results), and is never told the algorithm, env or seeds: they are read from the logs.
 
@@ -21,12 +21,12 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 from omegaconf import OmegaConf
 
-from stoix_like import run_record
+from stoix_like.run import run_record
 from stoix_like.errors import ConfigError
 
 METRICS_FILE = "metrics.json"
 RETURN = "episode_return"
-# the final params' return beside the absolute metric (stoix_like/logging.py, END_OF_RUN_PREFIX)
+# the final params' return beside the absolute metric (stoix_like/run/logging.py, END_OF_RUN_PREFIX)
 FINAL_PARAMS_RETURN = "final_episode_return"
 # Config keys that never tell two groups apart: which seeds ran, where and how it logged, how processes met.
 NOT_A_DIFFERENCE = ("arch.seed", "arch.num_seeds", "logger.", "hydra.", "arch.multihost", "arch.coordinator_address",
@@ -270,7 +270,7 @@ def _shown(value: Any) -> str:
 
 def env_option_of(suite: str, task: str) -> Optional[str]:
     """The `env=` option (config/env/<suite>/<name>.yaml) whose suite and scenario are these, if one is."""
-    from stoix_like.entry import CONFIG_DIR
+    from stoix_like.config.compose import CONFIG_DIR
 
     for path in sorted(glob.glob(os.path.join(CONFIG_DIR, "env", "*", "*.yaml"))):
         env = OmegaConf.load(path)

@@ -8,7 +8,7 @@ depends on its own runs alone, not on which other groups the logs hold (one stre
 adding a group move every later group's interval).
 
 Where each statistic comes from: the report (figures, report.md, README's table) uses rliable here; the run's
-closing `population:` line and the learning tests' verdicts use `stoix_like/population.py`, which needs no extra.
+closing `population:` line and the learning tests' verdicts use `stoix_like/claims/population.py`, which needs no extra.
 Both compute the IQM with scipy's `trim_mean(·, 0.25)` (rliable's `aggregate_iqm` is that call), so their point
 estimates are equal; their 95% intervals are both percentile bootstraps over seeds but draw other resamples, so
 they can differ in the last digit (tests/test_report.py checks the first and bounds the second).

@@ -4,12 +4,10 @@ learning_table.py's)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
-from stoix_like import population
-
-if TYPE_CHECKING:
-    from stoix_like.report.build import EnvResults, Report
+from stoix_like.claims import population
+from stoix_like.report.results import EnvResults, Report
 
 
 def seeds_shown(seeds: Sequence[int]) -> str:
@@ -27,7 +25,7 @@ def _rate(value: Optional[float]) -> str:
     return "?" if value is None else f"{value:,.0f}"
 
 
-def env_table(results: "EnvResults") -> List[str]:
+def env_table(results: EnvResults) -> List[str]:
     lines = ["| algorithm | seeds | steps per seed | absolute IQM [95% CI] | final-params IQM | best eval IQM "
              "| wall time | steps/s |",
              "|---|---|---|---|---|---|---|---|"]
@@ -42,7 +40,7 @@ def env_table(results: "EnvResults") -> List[str]:
     return lines
 
 
-def improvement_table(results: "EnvResults") -> List[str]:
+def improvement_table(results: EnvResults) -> List[str]:
     if not results.improvements:
         return []
     lines = ["", "| X | Y | P(X > Y) [95% CI] |", "|---|---|---|"]
@@ -51,7 +49,7 @@ def improvement_table(results: "EnvResults") -> List[str]:
     return lines
 
 
-def report_markdown(report: "Report", out_dir: str) -> str:
+def report_markdown(report: Report, out_dir: str) -> str:
     """report.md: what the numbers are, then per env its curves, its table and its comparisons."""
     runs = sorted({run.directory for results in report.envs for group in results.groups for run in group.runs})
     lines = [

@@ -5,7 +5,7 @@ A family folder holds its algorithms beside the one module they share:
                  recurrent_ppo.py (PPO with LSTM/GRU networks) · ppo_penalty.py · dpo.py · reinforce.py · pqn.py
                  · vmpo.py
   q_learning/    value_based.py (Q heads, ε-greedy, the learn step) · dqn.py · distributional_dqn.py
-  actor_critic/  continuous_control.py · deterministic_policy_gradient.py · sac.py · td3.py (and ddpg) · d4pg.py
+  actor_critic/  continuous_control.py · deterministic_policy_gradient.py · sac.py · td3.py (and DDPG, config/system/ddpg.yaml) · d4pg.py
                  · awr.py (discrete and continuous, on replayed sequences)
                  · mpo.py
   search/        mcts.py (mctx: the env as model, the root, the search policy, search statistics) · alphazero.py
@@ -17,8 +17,9 @@ A family folder holds its algorithms beside the one module they share:
   off_policy.py  the replay-based skeleton that q_learning/, actor_critic/ and MuZero build on
   dual_variables.py  what MPO and V-MPO share (KL bounds per action kind, dual variables, the M-step)
 
-`MODULE_OF` names, for each `config/<algo>.yaml`, the module whose `learner_setup` trains it: variants that are
-configs of one system (DQN, Double DQN, M-DQN, DQN-Reg) share a module.
+`MODULE_OF` is the one registry: it names, for each `config/<algo>.yaml`, the module whose `learner_setup` and
+`run_experiment` train it. `experiments/<algo>.py` names the algorithm only and finds its module here. Variants
+that are configs of one system (DQN, Double DQN, M-DQN, DQN-Reg; TD3 and DDPG) share a module.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ MODULE_OF = {
 }
 
 
+def module_name(algorithm: str) -> str:
+    """The dotted name of the module that trains `config/<algorithm>.yaml`."""
+    return f"stoix_like.systems.{MODULE_OF[algorithm]}"
+
+
 def system_module(algorithm: str) -> ModuleType:
     """The system module of `config/<algorithm>.yaml` (imported on demand: importing one loads no other)."""
-    return importlib.import_module(f"stoix_like.systems.{MODULE_OF[algorithm]}")
+    return importlib.import_module(module_name(algorithm))

@@ -21,18 +21,19 @@ import jax.numpy as jnp
 import numpy as np
 from omegaconf import DictConfig
 
-from stoix_like import compilation_cache, host_keys, normalization, parallel, replay
-from stoix_like.budget import Budget
+from stoix_like.runtime import compilation_cache, host_keys, parallel
+from stoix_like.learner import normalization, replay
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment, example_timestep
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.errors import ConfigError
-from stoix_like.evaluator import EvalPolicy
+from stoix_like.learner.evaluator import EvalPolicy
 from stoix_like.networks.recurrent import opens_episode
 from stoix_like.ops import packing
-from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
+from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems import slot_state
 from stoix_like.types import Observation, OffPolicyLearnerState
-from stoix_like.threefry_lowering import unrolled_threefry
+from stoix_like.runtime.threefry_lowering import unrolled_threefry
 
 # act(params, normalised observation [num_envs, ...], key, global_env_steps) -> (stored_action, env_action); the
 # stored action is any pytree with a leading [num_envs] axis (MuZero's carries its search's policy and value)

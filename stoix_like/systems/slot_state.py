@@ -14,7 +14,8 @@ from typing import Any, Callable, Dict, Tuple, TypeVar
 
 import jax
 
-from stoix_like import normalization, parallel
+from stoix_like.learner import normalization
+from stoix_like.runtime import parallel
 from stoix_like.envs.environment import Environment
 
 StateT = TypeVar("StateT")

@@ -24,17 +24,19 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment, host_keys, parallel, replay
-from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_inits
+from stoix_like.run import experiment
+from stoix_like.runtime import host_keys, parallel
+from stoix_like.learner import replay
+from stoix_like.learner.budget import Budget
+from stoix_like.runtime.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
-from stoix_like.evaluator import actor_policy
+from stoix_like.learner.evaluator import actor_policy
 from stoix_like.networks.factory import build_actor, build_critic
 from stoix_like.ops import losses
 from stoix_like.ops.returns import lambda_returns
-from stoix_like.optim import make_optimizer
-from stoix_like.replay import Transition
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.optim import make_optimizer
+from stoix_like.learner.replay import Transition
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.systems.actor_critic.continuous_control import gradient_step
 from stoix_like.types import ActorCriticOptStates, ActorCriticParams, ActorCriticUpdateFns

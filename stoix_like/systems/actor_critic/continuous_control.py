@@ -19,13 +19,13 @@ import jax.numpy as jnp
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import compilation_cache, parallel
-from stoix_like.budget import Budget
+from stoix_like.runtime import compilation_cache, parallel
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import ContinuousActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
 from stoix_like.ops import losses
-from stoix_like.optim import make_optimizer
-from stoix_like.replay import Transition
+from stoix_like.learner.optim import make_optimizer
+from stoix_like.learner.replay import Transition
 from stoix_like.types import Observation
 
 

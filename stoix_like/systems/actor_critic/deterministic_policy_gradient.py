@@ -22,14 +22,15 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import host_keys, parallel, replay, targets
-from stoix_like.budget import Budget
+from stoix_like.runtime import host_keys, parallel
+from stoix_like.learner import replay, target_networks
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
-from stoix_like.evaluator import actor_policy
-from stoix_like.exploration import perturb_action
+from stoix_like.learner.evaluator import actor_policy
+from stoix_like.learner.exploration import perturb_action
 from stoix_like.networks.factory import build_actor, build_state_action_critic
-from stoix_like.replay import Transition
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.replay import Transition
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.systems.actor_critic import continuous_control
 from stoix_like.types import ActorCriticOptStates, ActorCriticParams, ActorCriticUpdateFns, OnlineAndTarget
@@ -55,7 +56,7 @@ def make_act(actor_apply: Callable, system: DictConfig, warmup_steps: int):
 def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_value: Callable,
                           update_fns: ActorCriticUpdateFns, system: DictConfig) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: a critic step, then (every `policy_frequency` steps) an actor step on
-    the updated critic; every `target_update_period` steps both targets move by `tau` (targets.update_target)."""
+    the updated critic; every `target_update_period` steps both targets move by `tau` (target_networks.update_target)."""
     tau, target_update_period = float(system.tau), int(system.target_update_period)
     policy_frequency = int(system.policy_frequency)
     smoothing_noise, noise_clip = float(system.target_policy_noise), float(system.target_noise_clip)
@@ -90,8 +91,8 @@ def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_v
         actor, actor_opt = keep_unless_policy_step((actor, actor_opt), (params.actor.online, opt_states.actor))
         # counted on the steps before this one, so that with target_update_period == policy_frequency (TD3) the
         # targets move on the same steps as the delayed actor
-        actor_target = targets.update_target(actor, params.actor.target, update_count, tau, target_update_period)
-        critic_target = targets.update_target(critic, params.critic.target, update_count, tau, target_update_period)
+        actor_target = target_networks.update_target(actor, params.actor.target, update_count, tau, target_update_period)
+        critic_target = target_networks.update_target(critic, params.critic.target, update_count, tau, target_update_period)
 
         params = ActorCriticParams(OnlineAndTarget(actor, actor_target), OnlineAndTarget(critic, critic_target))
         return off_policy.BatchUpdate(params, ActorCriticOptStates(actor_opt, critic_opt),

@@ -11,7 +11,7 @@ Off-policy, on the replay skeleton (off_policy.py). Each gradient step on a batc
    categorical KL or decoupled KLs of the tanh-Gaussian's mean and scale, their multipliers learnt in log space
    (systems/dual_variables.py, shared with V-MPO).
 4. Targets: the target policy and the target Q-network follow their online networks by the one target rule
-   (stoix_like/targets.py).
+   (stoix_like/learner/target_networks.py).
 
 The heads follow the action space: a categorical or tanh-Gaussian policy, Q(s, ·) or Q(s, a) (the action a
 normalised to [-1, 1], as for SAC).
@@ -26,17 +26,19 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import compilation_cache, experiment, host_keys, parallel, replay, targets
-from stoix_like.budget import Budget
+from stoix_like.runtime import compilation_cache, host_keys, parallel
+from stoix_like.run import experiment
+from stoix_like.learner import replay, target_networks
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import ContinuousActionSpace, Environment, example_observation
-from stoix_like.evaluator import actor_policy
+from stoix_like.learner.evaluator import actor_policy
 from stoix_like.networks.distributions import TanhGaussian
 from stoix_like.networks.factory import build_action_value_network, build_actor
 from stoix_like.ops import losses
 from stoix_like.ops import mpo as mpo_ops
 from stoix_like.ops.indexing import taken_action_values
-from stoix_like.replay import Transition
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.replay import Transition
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import dual_variables, off_policy
 from stoix_like.systems.actor_critic import continuous_control
 from stoix_like.types import (ActorCriticDualUpdateFns, MPOOptStates, MPOParams, Observation, OnlineAndTarget)
@@ -89,7 +91,7 @@ class ActionValues:
 def get_learn_from_batch(actor_apply: Callable, action_values: ActionValues, update_fns: ActorCriticDualUpdateFns,
                          config: DictConfig, kl_bounds: jax.Array) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: the Q-network step, then the E- and M-steps with the dual variables,
-    then the targets."""
+    then the target_networks."""
     system = config.system
     temperature_kl_bound = float(system.temperature_kl_bound)
 
@@ -133,8 +135,8 @@ def get_learn_from_batch(actor_apply: Callable, action_values: ActionValues, upd
 
         step, tau, period = update_count + 1, float(system.tau), int(system.target_update_period)
         params = MPOParams(
-            actor=OnlineAndTarget(actor, targets.update_target(actor, params.actor.target, step, tau, period)),
-            critic=OnlineAndTarget(critic, targets.update_target(critic, params.critic.target, step, tau, period)),
+            actor=OnlineAndTarget(actor, target_networks.update_target(actor, params.actor.target, step, tau, period)),
+            critic=OnlineAndTarget(critic, target_networks.update_target(critic, params.critic.target, step, tau, period)),
             dual=dual)
         return off_policy.BatchUpdate(params, MPOOptStates(actor_opt, critic_opt, dual_opt),
                                       {**critic_metrics, **policy_metrics}, priorities)

@@ -13,15 +13,17 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment, host_keys, parallel, replay, targets
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.runtime import host_keys, parallel
+from stoix_like.learner import replay, target_networks
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
-from stoix_like.evaluator import actor_policy
+from stoix_like.learner.evaluator import actor_policy
 from stoix_like.networks.distributions import TanhGaussian
 from stoix_like.networks.factory import build_actor, build_state_action_critic
 from stoix_like.ops import losses
-from stoix_like.replay import Transition
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.replay import Transition
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.systems.actor_critic import continuous_control
 from stoix_like.types import OnlineAndTarget, SACOptStates, SACParams, SACUpdateFns
@@ -75,7 +77,7 @@ def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_f
         log_alpha, alpha_opt = continuous_control.gradient_step(
             update_fns.alpha, params.log_alpha, alpha_grads, opt_states.alpha)
 
-        critic_target = targets.update_target(critic, params.critic.target, update_count + 1, float(system.tau),
+        critic_target = target_networks.update_target(critic, params.critic.target, update_count + 1, float(system.tau),
                                               int(system.target_update_period))
         params = SACParams(actor, OnlineAndTarget(critic, critic_target), log_alpha)
         metrics = {**metrics, "actor_loss": policy_loss, "entropy": entropy, "alpha": jnp.exp(log_alpha)}

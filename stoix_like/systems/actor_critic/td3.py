@@ -1,8 +1,9 @@
 """TD3 (Fujimoto et al., 2018): clipped double Q, target-policy smoothing and delayed actor updates.
 
 With `num_critics=1`, `policy_frequency=1` and `target_policy_noise=0` the same learner is DDPG
-(Lillicrap et al., 2016; see ddpg.py and config/system/ddpg.yaml). The actor, acting noise, delays and
-targets are in deterministic_policy_gradient.py; this file holds only the scalar critics' loss.
+(Lillicrap et al., 2016): config/system/ddpg.yaml, which the registry (stoix_like.systems.MODULE_OF) trains with this
+module. The actor, acting noise, delays and targets are in deterministic_policy_gradient.py; this file holds only
+the scalar critics' loss.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from typing import Any, Callable
 import jax
 from omegaconf import DictConfig
 
-from stoix_like import experiment
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.ops import losses
-from stoix_like.replay import Transition
+from stoix_like.learner.replay import Transition
 from stoix_like.systems.actor_critic import continuous_control
 from stoix_like.systems.actor_critic import deterministic_policy_gradient as dpg
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems.off_policy import LearnFromBatch
 from stoix_like.types import ActorCriticUpdateFns
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import jax
 from omegaconf import DictConfig
 
-from stoix_like import experiment
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.ops.losses import dpo_loss
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems.on_policy import policy_gradient
 from stoix_like.systems.on_policy.policy_gradient import ActorObjective, PolicyLossInputs
 

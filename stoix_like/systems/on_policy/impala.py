@@ -19,13 +19,14 @@ from typing import Any, Tuple
 import jax
 from omegaconf import DictConfig
 
-from stoix_like import experiment, normalization
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.learner import normalization
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.networks.actor_critic import PolicyAndValue
 from stoix_like.ops.losses import policy_gradient_loss
 from stoix_like.ops.returns import vtrace
-from stoix_like.system_contract import SebulbaSetup, SystemSetup
+from stoix_like.learner.system_contract import SebulbaSetup, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient
 from stoix_like.systems.on_policy.policy_gradient import ActorObjective, PolicyLossInputs, RolloutTargets
 from stoix_like.types import ActorCriticParams, ActorCriticTransition, Array

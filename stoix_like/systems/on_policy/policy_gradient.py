@@ -21,19 +21,20 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import host_keys, normalization, parallel
-from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_inits
+from stoix_like.runtime import host_keys, parallel
+from stoix_like.learner import normalization
+from stoix_like.learner.budget import Budget
+from stoix_like.runtime.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.evaluator import EvalPolicy, actor_policy
+from stoix_like.learner.evaluator import EvalPolicy, actor_policy
 from stoix_like.networks import actor_critic
 from stoix_like.networks.actor_critic import PolicyAndValue
 from stoix_like.networks.factory import build_actor, build_critic, build_critic_on_actor_torso
 from stoix_like.ops.losses import clipped_value_loss, l2_loss
 from stoix_like.ops.returns import truncated_gae
-from stoix_like.optim import make_optimizer
-from stoix_like.system_contract import Learner, LearnerOutput, SebulbaSetup, SystemSetup
+from stoix_like.learner.optim import make_optimizer
+from stoix_like.learner.system_contract import Learner, LearnerOutput, SebulbaSetup, SystemSetup
 from stoix_like.systems.on_policy import rollout
 from stoix_like.types import (
     ActorCriticApplyFns,

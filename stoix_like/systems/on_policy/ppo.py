@@ -11,11 +11,11 @@ from typing import Any
 import jax
 from omegaconf import DictConfig
 
-from stoix_like import experiment
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.ops.losses import ppo_clip_loss
-from stoix_like.system_contract import SebulbaSetup, SystemSetup
+from stoix_like.learner.system_contract import SebulbaSetup, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient
 from stoix_like.systems.on_policy.policy_gradient import ActorObjective, PolicyLossInputs
 

@@ -15,19 +15,21 @@ import numpy as np
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import experiment, host_keys, normalization, parallel
-from stoix_like.compilation_cache import jitted_init
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.runtime import host_keys, parallel
+from stoix_like.learner import normalization
+from stoix_like.runtime.compilation_cache import jitted_init
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.exploration import epsilon_greedy, epsilon_schedule
+from stoix_like.learner.exploration import epsilon_greedy, epsilon_schedule
 from stoix_like.networks.factory import build_q_network
 from stoix_like.ops.indexing import taken_action_values
 from stoix_like.ops.losses import l2_loss
 from stoix_like.ops.masking import masked_max
 from stoix_like.ops.returns import lambda_returns
-from stoix_like.optim import make_optimizer
-from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
+from stoix_like.learner.optim import make_optimizer
+from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems.on_policy import rollout
 from stoix_like.systems.q_learning.value_based import greedy_policy
 from stoix_like.types import Observation, PQNLearnerState, RolloutStep

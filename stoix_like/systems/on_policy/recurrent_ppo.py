@@ -19,16 +19,18 @@ import jax.numpy as jnp
 import numpy as np
 from omegaconf import DictConfig
 
-from stoix_like import experiment, host_keys, normalization, parallel
-from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_inits
+from stoix_like.run import experiment
+from stoix_like.runtime import host_keys, parallel
+from stoix_like.learner import normalization
+from stoix_like.learner.budget import Budget
+from stoix_like.runtime.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.evaluator import PolicyWithMemory
+from stoix_like.learner.evaluator import PolicyWithMemory
 from stoix_like.networks.factory import build_recurrent_actor, build_recurrent_critic
 from stoix_like.networks.recurrent import RecurrentActor, opens_episode
 from stoix_like.ops.returns import truncated_gae
-from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
+from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient, rollout
 from stoix_like.systems.on_policy.ppo import clipped_objective
 from stoix_like.types import (

@@ -15,11 +15,11 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import compilation_cache, normalization
-from stoix_like.budget import Budget
+from stoix_like.runtime import compilation_cache
+from stoix_like.learner import normalization
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.experiment import check_divides
+from stoix_like.learner.budget import Budget, check_divides
 from stoix_like.ops import packing
 from stoix_like.ops.shuffling import uniform_permutation
 from stoix_like.systems import slot_state

@@ -7,9 +7,9 @@ value V) → epochs × minibatches, each:
 2. M-step: weighted maximum likelihood of those samples under KL bounds against the target ("old") policy, one
    categorical KL or decoupled KLs of the tanh-Gaussian's mean and scale, their multipliers learnt in log space
    (systems/dual_variables.py, shared with MPO).
-3. V regresses on the GAE targets.
+3. V regresses on the GAE target_networks.
 4. Every `target_update_period` minibatch steps the target policy moves towards the online one (the one target
-   rule, stoix_like/targets.py): with epochs × num_minibatches steps per update and tau 1, the KL bounds hold each
+   rule, stoix_like/learner/target_networks.py): with epochs × num_minibatches steps per update and tau 1, the KL bounds hold each
    update's policy near the one that collected its rollout.
 """
 
@@ -21,18 +21,20 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment, host_keys, normalization, parallel, targets
-from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_inits
+from stoix_like.run import experiment
+from stoix_like.runtime import host_keys, parallel
+from stoix_like.learner import normalization, target_networks
+from stoix_like.learner.budget import Budget
+from stoix_like.runtime.compilation_cache import jitted_inits
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
-from stoix_like.evaluator import actor_policy
+from stoix_like.learner.evaluator import actor_policy
 from stoix_like.networks.factory import build_actor, build_critic
 from stoix_like.ops import losses
 from stoix_like.ops import mpo as mpo_ops
 from stoix_like.ops.returns import truncated_gae
-from stoix_like.optim import make_optimizer
-from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
+from stoix_like.learner.optim import make_optimizer
+from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems import dual_variables
 from stoix_like.systems.on_policy import rollout
 from stoix_like.types import (ActorCriticApplyFns, ActorCriticDualUpdateFns, OnlineAndTarget, OnPolicyLearnerState,
@@ -87,7 +89,7 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
         critic = jax.tree_util.tree_map(jnp.add, params.critic, critic_updates)
         dual, dual_opt = dual_variables.dual_step(update_fns.dual, params.dual, dual_grads, opt_states.dual)
         gradient_steps = opt_states.gradient_steps + 1
-        target_actor = targets.update_target(actor, params.actor.target, gradient_steps, float(system.tau),
+        target_actor = target_networks.update_target(actor, params.actor.target, gradient_steps, float(system.tau),
                                              int(system.target_update_period))
         params = VMPOParams(OnlineAndTarget(actor, target_actor), critic, dual)
         return (params, VMPOOptStates(actor_opt, critic_opt, dual_opt, gradient_steps), obs_norm), metrics

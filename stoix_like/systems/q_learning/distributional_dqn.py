@@ -15,13 +15,13 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.errors import ConfigError
 from stoix_like.ops import losses
-from stoix_like.replay import Transition
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.replay import Transition
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems.q_learning import value_based
 
 # how the next action is chosen: fn(online, target, batch, target_output_t) -> Q-values [B, A]

@@ -30,20 +30,22 @@ import jax.numpy as jnp
 import numpy as np
 from omegaconf import DictConfig
 
-from stoix_like import experiment, host_keys, normalization, replay
-from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_init
+from stoix_like.run import experiment
+from stoix_like.runtime import host_keys
+from stoix_like.learner import normalization, replay
+from stoix_like.learner.budget import Budget
+from stoix_like.runtime.compilation_cache import jitted_init
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.errors import ConfigError
-from stoix_like.evaluator import PolicyWithMemory
-from stoix_like.exploration import epsilon_greedy, epsilon_schedule, per_actor_epsilons
+from stoix_like.learner.evaluator import PolicyWithMemory
+from stoix_like.learner.exploration import epsilon_greedy, epsilon_schedule, per_actor_epsilons
 from stoix_like.networks.factory import build_recurrent_q_network
 from stoix_like.networks.noisy import NOISE_STREAM
 from stoix_like.networks.recurrent import RecurrentQNetwork, reset_where
 from stoix_like.ops import losses
 from stoix_like.ops.masking import masked_argmax
-from stoix_like.replay import Transition
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.replay import Transition
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.systems.q_learning import value_based
 from stoix_like.types import Array, Observation, OnlineAndTarget

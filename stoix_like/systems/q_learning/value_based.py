@@ -22,19 +22,20 @@ import jax.numpy as jnp
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import host_keys, normalization, parallel, replay, targets
-from stoix_like.compilation_cache import jitted_init
-from stoix_like.budget import Budget
+from stoix_like.runtime import host_keys, parallel
+from stoix_like.learner import normalization, replay, target_networks
+from stoix_like.runtime.compilation_cache import jitted_init
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
-from stoix_like.exploration import epsilon_greedy, epsilon_schedule
+from stoix_like.learner.exploration import epsilon_greedy, epsilon_schedule
 from stoix_like.networks.factory import build_q_network
 from stoix_like.networks.heads import CategoricalQOutput, QuantileQOutput
 from stoix_like.networks.noisy import NOISE_STREAM
 from stoix_like.ops.masking import masked_argmax
-from stoix_like.optim import make_optimizer
-from stoix_like.replay import Transition
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.optim import make_optimizer
+from stoix_like.learner.replay import Transition
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.types import OnlineAndTarget
 
@@ -111,7 +112,7 @@ def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, sy
         updates, opt_state = q_update(grads, opt_state, params.online)
         online = optax.apply_updates(params.online, updates)
         # the period counts gradient steps taken, this one included: a copy lands at the end of each period
-        target = targets.update_target(online, params.target, update_count + 1, float(system.tau),
+        target = target_networks.update_target(online, params.target, update_count + 1, float(system.tau),
                                        int(system.target_update_period))
         return off_policy.BatchUpdate(OnlineAndTarget(online, target), opt_state, metrics, priorities)
 

@@ -21,14 +21,16 @@ import jax.numpy as jnp
 import mctx
 from omegaconf import DictConfig
 
-from stoix_like import experiment, normalization, parallel
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.learner import normalization
+from stoix_like.runtime import parallel
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.networks.actor_critic import PolicyAndValue
 from stoix_like.ops.losses import l2_loss, policy_distillation_loss
 from stoix_like.ops.returns import lambda_returns
-from stoix_like.system_contract import Learner, LearnerOutput, SystemSetup
+from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient, rollout
 from stoix_like.systems.search import mcts
 from stoix_like.types import ActorCriticApplyFns, ActorCriticUpdateFns, Array, Observation, OnPolicyLearnerState

@@ -47,12 +47,14 @@ import mctx
 import optax
 from omegaconf import DictConfig
 
-from stoix_like import experiment, host_keys, normalization, parallel, replay
-from stoix_like.budget import Budget
-from stoix_like.compilation_cache import jitted_init
+from stoix_like.run import experiment
+from stoix_like.runtime import host_keys, parallel
+from stoix_like.learner import normalization, replay
+from stoix_like.learner.budget import Budget
+from stoix_like.runtime.compilation_cache import jitted_init
 from stoix_like.envs.environment import ActionSpace, DiscreteActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
-from stoix_like.evaluator import actor_policy
+from stoix_like.learner.evaluator import actor_policy
 from stoix_like.networks.distributions import MaskedCategorical
 from stoix_like.networks.factory import build_muzero_network
 from stoix_like.networks.muzero import MuZeroNetwork
@@ -61,8 +63,8 @@ from stoix_like.ops.masking import mask_illegal
 from stoix_like.ops.returns import n_step_returns
 from stoix_like.ops.value_support import (inverse_value_transform, scalar_to_two_hot, two_hot_to_scalar,
                                           value_transform)
-from stoix_like.optim import make_optimizer
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.optim import make_optimizer
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.systems.search import mcts
 from stoix_like.types import Array, Observation

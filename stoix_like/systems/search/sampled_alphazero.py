@@ -23,10 +23,10 @@ from typing import Any
 import jax
 from omegaconf import DictConfig
 
-from stoix_like import experiment
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import ContinuousActionSpace, Environment
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems.search import alphazero, mcts, sampled_actions
 from stoix_like.types import Array, Observation
 

@@ -28,11 +28,11 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import ContinuousActionSpace, Environment
 from stoix_like.networks.distributions import TanhGaussian
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems.search import mcts, muzero, sampled_actions
 from stoix_like.types import Array, Observation
 

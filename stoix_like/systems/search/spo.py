@@ -36,13 +36,13 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig
 
-from stoix_like import experiment
-from stoix_like.budget import Budget
+from stoix_like.run import experiment
+from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.networks.actor_critic import PolicyAndValue
 from stoix_like.ops import smc
-from stoix_like.system_contract import SystemSetup
+from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems.search import alphazero, mcts
 from stoix_like.systems.search.sampled_actions import fit_to_weighted_draws
 from stoix_like.types import Array, EnvState, Observation, TimeStep
