@@ -98,42 +98,6 @@ class OnPolicyLearnerState(NamedTuple):
     obs_norm: Any  # stoix_like.learner.normalization.RunningStatistics, or an empty tuple when switched off
 
 
-class SebulbaLearnerState(NamedTuple):
-    """An on-policy learner state fed by Sebulba's actor threads: the envs live on the host with the actors, so
-    the state holds only what learning moves. Leaves carry (learner devices, 1, ...)."""
-
-    params: Any
-    opt_states: Any
-    key: PRNGKey
-    obs_norm: Any
-
-
-class PPOPenaltyLearnerState(NamedTuple):
-    """PPO-penalty's learner state: an on-policy state that also carries the KL penalty's weight β, which adapts
-    after every update (and so must survive a checkpoint)."""
-
-    params: Any
-    opt_states: Any
-    key: PRNGKey
-    env_state: EnvState
-    timestep: TimeStep
-    obs_norm: Any
-    kl_coef: Array  # β, the same in every (device, batch) slot: it adapts to the KL averaged over all of them
-
-
-class RecurrentLearnerState(NamedTuple):
-    """An on-policy learner state whose policy remembers (recurrent PPO): `OnPolicyLearnerState`'s fields and each
-    env's hidden state, carried from one rollout into the next."""
-
-    params: Any
-    opt_states: Any
-    key: PRNGKey
-    env_state: EnvState
-    timestep: TimeStep
-    obs_norm: Any
-    hidden: Any  # (actor's, critic's) hidden state per env, leaves (num_envs, hidden_size); zero where one starts
-
-
 class ActorCriticTransition(NamedTuple):
     """One time-major rollout step, as the on-policy actor-critics (PPO, PPO-penalty, DPO, REINFORCE) need it."""
 
@@ -162,95 +126,8 @@ class RolloutStep(NamedTuple):
     policy_extras: Any  # whatever the acting function recorded per step (PPO: value and log-prob)
 
 
-class PQNLearnerState(NamedTuple):
-    """An on-policy learner state that also counts its updates, which drive PQN's epsilon schedule."""
-
-    params: Any
-    opt_states: Any
-    key: PRNGKey
-    env_state: EnvState
-    timestep: TimeStep
-    obs_norm: Any
-    update_count: Array  # updates (rollout + learning) done so far
-
-
-class OffPolicyLearnerState(NamedTuple):
-    """An off-policy learner's state: the replay buffer travels with it (vmapped, pmapped, checkpointed)."""
-
-    params: Any
-    opt_states: Any
-    buffer_state: Any
-    key: PRNGKey
-    env_state: EnvState
-    timestep: TimeStep
-    obs_norm: Any
-    env_steps: Array  # env steps taken by this (device, batch) slot, all its envs together
-    update_count: Array  # gradient steps taken: drives periodic target updates
-    # a recurrent actor's hidden state, one row per env, carried across updates and checkpointed; () when
-    # feed-forward
-    memory: Any = ()
-
-
 class OnlineAndTarget(NamedTuple):
     """A network's online parameters and its slowly-following target copy."""
 
     online: Params
     target: Params
-
-
-class SACParams(NamedTuple):
-    actor: Params
-    critic: OnlineAndTarget  # an ensemble of critics, stacked on a leading axis, and its Polyak target
-    log_alpha: Array  # the entropy temperature, learned in log space so that it stays positive
-
-
-class SACOptStates(NamedTuple):
-    actor: OptState
-    critic: OptState
-    alpha: OptState
-
-
-class SACUpdateFns(NamedTuple):
-    actor: Callable
-    critic: Callable
-    alpha: Callable
-
-
-class DualVariables(NamedTuple):
-    """MPO's and V-MPO's Lagrange multipliers, learnt in log space (stoix_like/ops/mpo.py)."""
-
-    log_temperature: Array  # []: the E-step's temperature η
-    log_kl_multipliers: Array  # [C]: one α per KL bound, (mean, scale) for a Gaussian policy, (categorical,) else
-
-
-class MPOParams(NamedTuple):
-    actor: OnlineAndTarget  # the target policy proposes the E-step's actions and anchors the M-step's KL bounds
-    critic: OnlineAndTarget  # the q_network: Q(s, ·) for discrete actions, Q(s, a) for continuous ones
-    dual: DualVariables
-
-
-class MPOOptStates(NamedTuple):
-    actor: OptState
-    critic: OptState
-    dual: OptState
-
-
-class VMPOParams(NamedTuple):
-    actor: OnlineAndTarget  # the target ("old") policy anchors the KL bounds; it moves every target_update_period
-    critic: Params  # the state value V
-    dual: DualVariables
-
-
-class VMPOOptStates(NamedTuple):
-    actor: OptState
-    critic: OptState
-    dual: OptState
-    gradient_steps: Array  # minibatch steps taken, like an optimiser's own count: the target policy's period runs on it
-
-
-class ActorCriticDualUpdateFns(NamedTuple):
-    """MPO's and V-MPO's optimiser updates: the actor, the critic (Q or V) and the dual variables."""
-
-    actor: Callable
-    critic: Callable
-    dual: Callable

@@ -133,7 +133,7 @@ def trained_on_bandit(action_space, steps: int = 600):
                                critic.init(jax.random.PRNGKey(1), one_observation))
     optimizer = make_optimizer(1e-2, 10.0, steps, False)
     opt_states = ActorCriticOptStates(optimizer.init(params.actor), optimizer.init(params.critic))
-    learn_from_batch = awr.get_learn_from_batch(actor.apply, critic.apply,
+    learn_from_batch = awr.make_learn_from_batch(actor.apply, critic.apply,
                                                 ActorCriticUpdateFns(optimizer.update, optimizer.update), config)
 
     def train(params, opt_states):

@@ -26,7 +26,8 @@ from stoix_like.systems import off_policy
 from stoix_like.systems.actor_critic import deterministic_policy_gradient
 from stoix_like.systems.actor_critic import sac
 from stoix_like.systems.actor_critic import td3
-from stoix_like.types import ActorCriticParams, Observation, OnlineAndTarget, SACParams
+from stoix_like.systems.actor_critic.sac import SACParams
+from stoix_like.types import ActorCriticParams, Observation, OnlineAndTarget
 
 ALGORITHMS = ["sac", "td3", "ddpg", "d4pg"]
 PENDULUM_BOX = ContinuousActionSpace(low=np.full((1,), -2.0, np.float32), high=np.full((1,), 2.0, np.float32))

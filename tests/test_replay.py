@@ -114,7 +114,7 @@ def random_act(params, observation, key, global_env_steps):
 def skeleton_alone(config, learn_from_batch, batches: replay.BatchView, prioritized: bool = False):
     """The off-policy skeleton with random CartPole actions and a stand-in learner: (final state, LearnerOutput)."""
     train_env, _ = envs_lib.make(config.env)
-    setup = off_policy.learner_setup(train_env, jax.random.PRNGKey(0), config, budget_lib.make_budget(config),
+    setup = off_policy.make_system_setup(train_env, jax.random.PRNGKey(0), config, budget_lib.make_budget(config),
                                      params=(), opt_states=(), act=random_act, learn_from_batch=learn_from_batch,
                                      batches=batches, eval_policy=None, eval_params=None, prioritized=prioritized)
     return parallel.distribute(setup.learner_fn)(setup.learner_state)

@@ -14,7 +14,10 @@ import pytest
 from stoix_like.learner import system_contract
 from stoix_like.systems import MODULE_OF, off_policy, system_module
 from stoix_like.systems.on_policy import rollout
-from stoix_like.types import OnPolicyLearnerState, PPOPenaltyLearnerState, PQNLearnerState, RecurrentLearnerState
+from stoix_like.systems.on_policy.ppo_penalty import PPOPenaltyLearnerState
+from stoix_like.systems.on_policy.pqn import PQNLearnerState
+from stoix_like.systems.on_policy.recurrent_ppo import RecurrentLearnerState
+from stoix_like.types import OnPolicyLearnerState
 
 SYSTEM_MODULES = sorted(set(MODULE_OF.values()))
 # every module that builds a learner: the systems and the family modules they share
@@ -59,11 +62,11 @@ def test_get_learner_fn_means_one_thing_everywhere(module_name):
 
 
 def test_off_policy_warm_up_and_batch_steps_have_their_own_names():
-    assert typing.get_type_hints(off_policy.get_warmup_fn)["return"] is not system_contract.Learner
+    assert typing.get_type_hints(off_policy.make_warmup_fn)["return"] is not system_contract.Learner
     for module_name in ("actor_critic.td3", "actor_critic.d4pg", "actor_critic.sac", "actor_critic.awr",
                         "actor_critic.mpo"):
         module = __import__(f"stoix_like.systems.{module_name}", fromlist=["_"])
-        assert typing.get_type_hints(module.get_learn_from_batch)["return"] is off_policy.LearnFromBatch
+        assert typing.get_type_hints(module.make_learn_from_batch)["return"] is off_policy.LearnFromBatch
 
 
 @pytest.mark.parametrize("state_type", [OnPolicyLearnerState, PQNLearnerState, PPOPenaltyLearnerState,

@@ -7,7 +7,7 @@ A system module supplies two functions (`System`):
 
 and builds its learner with a function named `get_learner_fn`, which everywhere returns a `Learner`: the function
 the loop distributes and calls, `learner_state -> (learner_state, LearnerOutput)`. Functions that build something
-else are named for what they build (off_policy.get_warmup_fn, td3.get_learn_from_batch).
+else are named for what they build (off_policy.make_warmup_fn, td3.make_learn_from_batch).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   tanh-Gaussian one a bound for its mean and one for its scale (`system.mean_kl_bound`, `system.scale_kl_bound`).
   The other kind's keys must be null, so a setting that cannot apply is refused in one line before anything
   compiles rather than silently ignored.
-- The dual variables as learnt parameters (`types.DualVariables`), their optimiser step and its floor.
+- The dual variables as learnt parameters (`DualVariables`, below), their optimiser step and its floor.
 - The M-step on a policy head of either kind: weighted maximum likelihood of the E-step's actions plus the KL
   constraints against the target policy. For a tanh-Gaussian the likelihood is decoupled as the KLs are: the mean
   is fitted with the target's scale and the scale with the target's mean. Both are taken on the pre-tanh action,
@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Sequence, Tuple, Union
+from typing import Callable, Dict, NamedTuple, Sequence, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +25,22 @@ from stoix_like.errors import ConfigError
 from stoix_like.networks.distributions import MaskedCategorical, TanhGaussian
 from stoix_like.ops import mpo as mpo_ops
 from stoix_like.ops.losses import categorical_kl_divergence
-from stoix_like.types import Array, DualVariables
+from stoix_like.types import Array
+
+
+class DualVariables(NamedTuple):
+    """MPO's and V-MPO's Lagrange multipliers, learnt in log space (stoix_like/ops/mpo.py)."""
+
+    log_temperature: Array  # []: the E-step's temperature η
+    log_kl_multipliers: Array  # [C]: one α per KL bound, (mean, scale) for a Gaussian policy, (categorical,) else
+
+
+class ActorCriticDualUpdateFns(NamedTuple):
+    """MPO's and V-MPO's optimiser updates: the actor, the critic (Q or V) and the dual variables."""
+
+    actor: Callable
+    critic: Callable
+    dual: Callable
 
 Policy = Union[MaskedCategorical, TanhGaussian]
 

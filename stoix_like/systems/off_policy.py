@@ -5,7 +5,7 @@ each on a sampled batch (`total_batch_size` items over all devices and batch slo
 act (`ActFn`), what its batches are (a `replay.BatchView`: n-step transitions, or whole time-major sequences) and
 how to learn from a batch (`LearnFromBatch`); `get_learner_fn` builds the learner from them.
 
-Warm-up steps (`get_warmup_fn`) fill the buffer before learning; they count in the step budget.
+Warm-up steps (`make_warmup_fn`) fill the buffer before learning; they count in the step budget.
 
 A recurrent network acts through `RecurrentActing`: each env's hidden state travels in the learner state
 (`memory`), is reset where an episode starts, and is stored with every step, so a replayed sequence starts from the
@@ -32,8 +32,25 @@ from stoix_like.networks.recurrent import opens_episode
 from stoix_like.ops import packing
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems import slot_state
-from stoix_like.types import Observation, OffPolicyLearnerState
+from stoix_like.types import Array, EnvState, Observation, PRNGKey, TimeStep
 from stoix_like.runtime.threefry_lowering import unrolled_threefry
+
+
+class OffPolicyLearnerState(NamedTuple):
+    """An off-policy learner's state: the replay buffer travels with it (vmapped, pmapped, checkpointed)."""
+
+    params: Any
+    opt_states: Any
+    buffer_state: Any
+    key: PRNGKey
+    env_state: EnvState
+    timestep: TimeStep
+    obs_norm: Any
+    env_steps: Array  # env steps taken by this (device, batch) slot, all its envs together
+    update_count: Array  # gradient steps taken: drives periodic target updates
+    # a recurrent actor's hidden state, one row per env, carried across updates and checkpointed; () when
+    # feed-forward
+    memory: Any = ()
 
 # act(params, normalised observation [num_envs, ...], key, global_env_steps) -> (stored_action, env_action); the
 # stored action is any pytree with a leading [num_envs] axis (MuZero's carries its search's policy and value)
@@ -167,7 +184,7 @@ def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentAct
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def get_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], config: DictConfig,
+def make_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], config: DictConfig,
                   budget: Budget) -> Callable:
     """`warmup(state) -> (state, ())`, per device: one rollout of `warmup_rollout_length` steps, no learning."""
     rollout = make_rollout(env, buffer, act, config, budget)
@@ -179,7 +196,7 @@ def get_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActi
     return parallel.scan_updates(warmup_step, 1)
 
 
-def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Any, opt_states: Any,
+def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Any, opt_states: Any,
                   act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch, batches: replay.BatchView,
                   eval_policy: EvalPolicy, eval_params: Callable[[OffPolicyLearnerState], Any],
                   prioritized: bool = False, acting_metrics: Optional[ActingMetrics] = None
@@ -235,7 +252,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     learner_state = compilation_cache.jit_once(program_key, initial_state)(
         params, opt_states, memory, *slot_state.slot_keys(env_key, step_key, budget.update_batch_size, budget.num_envs))
     if budget.warmup_rollout_length:
-        warmup_fn = get_warmup_fn(batched_env, buffer, act, config, budget)
+        warmup_fn = make_warmup_fn(batched_env, buffer, act, config, budget)
         with unrolled_threefry():
             learner_state, _ = parallel.distribute(warmup_fn)(learner_state)
     learner_fn = get_learner_fn(batched_env, buffer, act, learn_from_batch, config, budget, batches, prioritized,

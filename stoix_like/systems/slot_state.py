@@ -1,6 +1,6 @@
 """The learner state every (device, batch) slot starts from, for both families of systems.
 
-On-policy (`rollout.initial_learner_state`) and off-policy (`off_policy.learner_setup`) learners start the same way:
+On-policy (`rollout.initial_learner_state`) and off-policy (`off_policy.make_system_setup`) learners start the same way:
 what was learnt or made once (params, optimiser states, a replay buffer, counters) is the same in every slot, while
 each slot gets fresh observation statistics, its own envs and its own key. The slots' keys are split on the host
 (`slot_keys`, jax's bits with no program); the rest runs inside each family's one jitted setup program

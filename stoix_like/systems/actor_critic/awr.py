@@ -70,7 +70,7 @@ def sequence_lambda_returns(sequences: Transition, next_values: jax.Array, gamma
                           jnp.logical_not(sequences.last), gae_lambda)
 
 
-def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
+def make_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
                          config: DictConfig) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch` on time-major sequences [L, B, ...]: a critic and an actor step."""
     system = config.system
@@ -128,11 +128,11 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         for learning_rate in (system.actor_lr, system.critic_lr))
     opt_states = ActorCriticOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(params.critic))
     update_fns = ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update)
-    return off_policy.learner_setup(
+    return off_policy.make_system_setup(
         env, key, config, budget,
         params=params, opt_states=opt_states,
         act=make_act(actor.apply),
-        learn_from_batch=get_learn_from_batch(actor.apply, critic.apply, update_fns, config),
+        learn_from_batch=make_learn_from_batch(actor.apply, critic.apply, update_fns, config),
         batches=replay.sequence_batches(system),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
         eval_params=lambda slot: (slot.params.actor, slot.obs_norm),

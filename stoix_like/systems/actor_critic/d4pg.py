@@ -29,7 +29,7 @@ def expected_value(logits: jax.Array, atoms: jax.Array) -> jax.Array:
     return jnp.sum(jax.nn.softmax(logits, axis=-1) * atoms, axis=-1)
 
 
-def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
+def make_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
                          config: DictConfig) -> LearnFromBatch:
     # critic_apply is an ensemble of one critic: it returns (logits [1, B, N], atoms [1, N])
 
@@ -49,7 +49,7 @@ def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_f
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
-    return dpg.learner_setup(env, key, config, budget, get_learn_from_batch=get_learn_from_batch, num_critics=1,
+    return dpg.make_system_setup(env, key, config, budget, make_learn_from_batch=make_learn_from_batch, num_critics=1,
                              algorithm="D4PG")
 
 

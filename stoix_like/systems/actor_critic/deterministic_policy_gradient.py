@@ -35,7 +35,7 @@ from stoix_like.systems import off_policy
 from stoix_like.systems.actor_critic import continuous_control
 from stoix_like.types import ActorCriticOptStates, ActorCriticParams, ActorCriticUpdateFns, OnlineAndTarget
 
-# get_learn_from_batch(actor_apply, critic_apply, update_fns, config) -> learn_from_batch, as each system defines it
+# make_learn_from_batch(actor_apply, critic_apply, update_fns, config) -> learn_from_batch, as each system defines it
 GetLearnFromBatch = Callable[[Callable, Callable, ActorCriticUpdateFns, Any], off_policy.LearnFromBatch]
 
 
@@ -101,8 +101,8 @@ def make_learn_from_batch(actor_apply: Callable, critic_loss: Callable, policy_v
     return learn_from_batch
 
 
-def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *,
-                  get_learn_from_batch: GetLearnFromBatch, num_critics: int, algorithm: str) -> SystemSetup:
+def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *,
+                  make_learn_from_batch: GetLearnFromBatch, num_critics: int, algorithm: str) -> SystemSetup:
     system = config.system
     action_space = continuous_control.require_continuous_actions(env, config, algorithm)
     actor = build_actor(config.network, action_space)
@@ -116,12 +116,12 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     actor_optimizer = continuous_control.optimizer(system.actor_lr, config, budget)
     critic_optimizer = continuous_control.optimizer(system.q_lr, config, budget)
     update_fns = ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update)
-    return off_policy.learner_setup(
+    return off_policy.make_system_setup(
         env, key, config, budget,
         params=params,
         opt_states=ActorCriticOptStates(actor_optimizer.init(actor_params), critic_optimizer.init(critic_params)),
         act=make_act(actor.apply, system, budget.warmup_steps),
-        learn_from_batch=get_learn_from_batch(actor.apply, critics.apply, update_fns, config),
+        learn_from_batch=make_learn_from_batch(actor.apply, critics.apply, update_fns, config),
         batches=replay.n_step_batches(system),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),  # mode == sample here
         eval_params=lambda slot: (slot.params.actor.online, slot.obs_norm),

@@ -20,7 +20,7 @@ normalised to [-1, 1], as for SAC).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -41,7 +41,20 @@ from stoix_like.learner.replay import Transition
 from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import dual_variables, off_policy
 from stoix_like.systems.actor_critic import continuous_control
-from stoix_like.types import (ActorCriticDualUpdateFns, MPOOptStates, MPOParams, Observation, OnlineAndTarget)
+from stoix_like.types import Observation, OnlineAndTarget, OptState
+from stoix_like.systems.dual_variables import ActorCriticDualUpdateFns, DualVariables
+
+
+class MPOParams(NamedTuple):
+    actor: OnlineAndTarget  # the target policy proposes the E-step's actions and anchors the M-step's KL bounds
+    critic: OnlineAndTarget  # the q_network: Q(s, ·) for discrete actions, Q(s, a) for continuous ones
+    dual: DualVariables
+
+
+class MPOOptStates(NamedTuple):
+    actor: OptState
+    critic: OptState
+    dual: OptState
 
 
 def make_act(actor_apply: Callable) -> off_policy.ActFn:
@@ -88,7 +101,7 @@ class ActionValues:
         return candidates, q_values, jax.nn.log_softmax(policy.logits, axis=-1)
 
 
-def get_learn_from_batch(actor_apply: Callable, action_values: ActionValues, update_fns: ActorCriticDualUpdateFns,
+def make_learn_from_batch(actor_apply: Callable, action_values: ActionValues, update_fns: ActorCriticDualUpdateFns,
                          config: DictConfig, kl_bounds: jax.Array) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: the Q-network step, then the E- and M-steps with the dual variables,
     then the target_networks."""
@@ -181,11 +194,11 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
                               dual_optimizer.init(params.dual))
     update_fns = ActorCriticDualUpdateFns(actor_optimizer.update, critic_optimizer.update, dual_optimizer.update)
     action_values = ActionValues(critic.apply, continuous, int(system.num_sampled_actions) if continuous else 0)
-    return off_policy.learner_setup(
+    return off_policy.make_system_setup(
         env, key, config, budget,
         params=params, opt_states=opt_states,
         act=make_act(actor.apply),
-        learn_from_batch=get_learn_from_batch(actor.apply, action_values, update_fns, config, kl_bounds),
+        learn_from_batch=make_learn_from_batch(actor.apply, action_values, update_fns, config, kl_bounds),
         batches=replay.n_step_batches(system),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
         eval_params=lambda slot: (slot.params.actor.online, slot.obs_norm),

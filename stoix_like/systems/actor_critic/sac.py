@@ -7,7 +7,7 @@ their regression and the optimisers are shared with TD3 / DDPG / D4PG (continuou
 
 from __future__ import annotations
 
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +26,25 @@ from stoix_like.learner.replay import Transition
 from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.systems.actor_critic import continuous_control
-from stoix_like.types import OnlineAndTarget, SACOptStates, SACParams, SACUpdateFns
+from stoix_like.types import Array, OnlineAndTarget, OptState, Params
+
+
+class SACParams(NamedTuple):
+    actor: Params
+    critic: OnlineAndTarget  # an ensemble of critics, stacked on a leading axis, and its Polyak target
+    log_alpha: Array  # the entropy temperature, learned in log space so that it stays positive
+
+
+class SACOptStates(NamedTuple):
+    actor: OptState
+    critic: OptState
+    alpha: OptState
+
+
+class SACUpdateFns(NamedTuple):
+    actor: Callable
+    critic: Callable
+    alpha: Callable
 
 
 def sample_action_and_log_prob(policy: TanhGaussian, key: jax.Array) -> Tuple[jax.Array, jax.Array]:
@@ -45,7 +63,7 @@ def make_act(actor_apply: Callable):
     return act
 
 
-def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: SACUpdateFns, config: DictConfig,
+def make_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: SACUpdateFns, config: DictConfig,
                          target_entropy: float) -> off_policy.LearnFromBatch:
     """The skeleton's `learn_from_batch`: critic step, actor step on the updated critic, temperature step."""
     system = config.system
@@ -103,11 +121,11 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     opt_states = SACOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(critic_params),
                               alpha_optimizer.init(params.log_alpha))
     update_fns = SACUpdateFns(actor_optimizer.update, critic_optimizer.update, alpha_optimizer.update)
-    return off_policy.learner_setup(
+    return off_policy.make_system_setup(
         env, key, config, budget,
         params=params, opt_states=opt_states,
         act=make_act(actor.apply),
-        learn_from_batch=get_learn_from_batch(actor.apply, critics.apply, update_fns, config,
+        learn_from_batch=make_learn_from_batch(actor.apply, critics.apply, update_fns, config,
                                         target_entropy=-float(action_space.action_dim)),
         batches=replay.n_step_batches(system),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),

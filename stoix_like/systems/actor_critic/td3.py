@@ -31,7 +31,7 @@ def critic_target(critic_apply: Callable, target_critic_params, batch: Transitio
     return losses.clipped_double_q_target(batch.reward, batch.discount, next_q)
 
 
-def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
+def make_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_fns: ActorCriticUpdateFns,
                          config: DictConfig) -> LearnFromBatch:
     def critic_loss(critic_params, target_critic_params, batch: Transition, next_action, weights):
         target = critic_target(critic_apply, target_critic_params, batch, next_action)
@@ -44,7 +44,7 @@ def get_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_f
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
-    return dpg.learner_setup(env, key, config, budget, get_learn_from_batch=get_learn_from_batch,
+    return dpg.make_system_setup(env, key, config, budget, make_learn_from_batch=make_learn_from_batch,
                              num_critics=int(config.system.num_critics),
                              algorithm=str(config.system.system_name).upper())
 

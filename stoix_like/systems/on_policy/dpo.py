@@ -30,7 +30,7 @@ def drift_objective(system: DictConfig) -> ActorObjective:
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
-    return policy_gradient.set_up(env, key, config, budget, drift_objective(config.system),
+    return policy_gradient.make_system_setup(env, key, config, budget, drift_objective(config.system),
                                   policy_gradient.ppo_critic(config.system))
 
 

@@ -61,14 +61,14 @@ def vtrace_objective(system: DictConfig) -> ActorObjective:
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
-    return policy_gradient.set_up(env, key, config, budget, vtrace_objective(config.system),
+    return policy_gradient.make_system_setup(env, key, config, budget, vtrace_objective(config.system),
                                   policy_gradient.regression_critic)
 
 
 def sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int
                   ) -> SebulbaSetup:
     """The learner fed by Sebulba's actor threads (arch=sebulba), where the policy lag V-trace corrects is real."""
-    return policy_gradient.sebulba_set_up(envs, key, config, budget, n_learner_devices,
+    return policy_gradient.make_sebulba_setup(envs, key, config, budget, n_learner_devices,
                                           vtrace_objective(config.system), policy_gradient.regression_critic)
 
 

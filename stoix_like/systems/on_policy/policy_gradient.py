@@ -6,7 +6,7 @@ V-trace) → epochs × minibatches of actor and critic updates → the objective
 policy (PPO-penalty's β; the others carry no state).
 
 An algorithm is an `ActorObjective` (its policy loss, its targets if not GAE's and, if it has one, how its state
-adapts) and a `CriticLoss` (PPO's clipped value loss, or plain regression); `set_up` builds the networks,
+adapts) and a `CriticLoss` (PPO's clipped value loss, or plain regression); `make_system_setup` builds the networks,
 optimisers and state around them. The networks are read through `networks.actor_critic.PolicyAndValue`, from the
 whole (actor, critic) params pair, so that separate networks and a shared torso (`network.shared_torso`) learn by
 one gradient of the summed losses.
@@ -36,19 +36,17 @@ from stoix_like.ops.returns import truncated_gae
 from stoix_like.learner.optim import make_optimizer
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SebulbaSetup, SystemSetup
 from stoix_like.systems.on_policy import rollout
-from stoix_like.types import (
-    ActorCriticApplyFns,
-    ActorCriticOptStates,
-    ActorCriticParams,
-    ActorCriticTransition,
-    ActorCriticUpdateFns,
-    Array,
-    Metrics,
-    Observation,
-    OnPolicyLearnerState,
-    RolloutStep,
-    SebulbaLearnerState,
-)
+from stoix_like.types import ActorCriticApplyFns, ActorCriticOptStates, ActorCriticParams, ActorCriticTransition, ActorCriticUpdateFns, Array, Metrics, Observation, OnPolicyLearnerState, PRNGKey, RolloutStep
+
+
+class SebulbaLearnerState(NamedTuple):
+    """An on-policy learner state fed by Sebulba's actor threads: the envs live on the host with the actors, so
+    the state holds only what learning moves. Leaves carry (learner devices, 1, ...)."""
+
+    params: Any
+    opt_states: Any
+    key: PRNGKey
+    obs_norm: Any
 
 
 class PolicyLossInputs(NamedTuple):
@@ -359,13 +357,13 @@ def actor_params(slot: Any) -> Any:
     return slot.params, slot.obs_norm
 
 
-def sebulba_set_up(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int,
+def make_sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int,
                    objective: ActorObjective, critic_loss: CriticLoss) -> SebulbaSetup:
-    """A system's learner for arch=sebulba: the networks, optimisers, acting function and update Anakin's `set_up`
+    """A system's learner for arch=sebulba: the networks, optimisers, acting function and update Anakin's `make_system_setup`
     builds, with the rollout collected by actor threads over CPU `envs` (cpu_vector_env.CpuVectorEnv)."""
     system = config.system
     rollout.check_minibatches(system, budget)
-    key, actor_key, critic_key, _, step_key = host_keys.split(key, 5)  # the split Anakin's set_up makes
+    key, actor_key, critic_key, _, step_key = host_keys.split(key, 5)  # the split Anakin's make_system_setup makes
     observation = Observation(agent_view=jnp.zeros((1,) + tuple(envs.observation_shape), jnp.float32),
                               action_mask=jnp.ones((1, getattr(envs.action_space, "num_actions", 1)), bool),
                               step_count=jnp.zeros((1,), jnp.int32))
@@ -386,7 +384,7 @@ def sebulba_set_up(envs: Any, key: jax.Array, config: DictConfig, budget: Budget
                         actor_params=actor_params, eval_policy=networks.eval_policy, eval_params=eval_params)
 
 
-def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, objective: ActorObjective,
+def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, objective: ActorObjective,
            critic_loss: CriticLoss, state_type: Callable[..., Any] = OnPolicyLearnerState,
            **objective_state: Any) -> SystemSetup:
     """A system's `learner_setup`: separate actor and critic networks and optimisers, and the initial state

@@ -31,14 +31,14 @@ def clipped_objective(system: DictConfig) -> ActorObjective:
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
-    return policy_gradient.set_up(env, key, config, budget, clipped_objective(config.system),
+    return policy_gradient.make_system_setup(env, key, config, budget, clipped_objective(config.system),
                                   policy_gradient.ppo_critic(config.system))
 
 
 def sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int
                   ) -> SebulbaSetup:
     """The same PPO update, fed by Sebulba's actor threads (arch=sebulba)."""
-    return policy_gradient.sebulba_set_up(envs, key, config, budget, n_learner_devices,
+    return policy_gradient.make_sebulba_setup(envs, key, config, budget, n_learner_devices,
                                           clipped_objective(config.system),
                                           policy_gradient.ppo_critic(config.system))
 

@@ -8,7 +8,7 @@ learner state (`PPOPenaltyLearnerState.kl_coef`), so a resumed run continues wit
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Any, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +21,20 @@ from stoix_like.ops.losses import adapt_kl_coef, ppo_penalty_loss
 from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems.on_policy import policy_gradient
 from stoix_like.systems.on_policy.policy_gradient import ActorObjective, PolicyLossInputs
-from stoix_like.types import Metrics, PPOPenaltyLearnerState
+from stoix_like.types import Array, EnvState, Metrics, PRNGKey, TimeStep
+
+
+class PPOPenaltyLearnerState(NamedTuple):
+    """PPO-penalty's learner state: an on-policy state that also carries the KL penalty's weight β, which adapts
+    after every update (and so must survive a checkpoint)."""
+
+    params: Any
+    opt_states: Any
+    key: PRNGKey
+    env_state: EnvState
+    timestep: TimeStep
+    obs_norm: Any
+    kl_coef: Array  # β, the same in every (device, batch) slot: it adapts to the KL averaged over all of them
 
 
 def kl_penalty_objective(system: DictConfig) -> ActorObjective:
@@ -38,7 +51,7 @@ def kl_penalty_objective(system: DictConfig) -> ActorObjective:
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     system = config.system
-    return policy_gradient.set_up(env, key, config, budget, kl_penalty_objective(system),
+    return policy_gradient.make_system_setup(env, key, config, budget, kl_penalty_objective(system),
                                   policy_gradient.ppo_critic(system), state_type=PPOPenaltyLearnerState,
                                   kl_coef=jnp.asarray(system.init_kl_coef, jnp.float32))
 

@@ -33,15 +33,20 @@ from stoix_like.ops.returns import truncated_gae
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient, rollout
 from stoix_like.systems.on_policy.ppo import clipped_objective
-from stoix_like.types import (
-    ActorCriticApplyFns,
-    ActorCriticParams,
-    ActorCriticTransition,
-    ActorCriticUpdateFns,
-    Array,
-    Observation,
-    RecurrentLearnerState,
-)
+from stoix_like.types import ActorCriticApplyFns, ActorCriticParams, ActorCriticTransition, ActorCriticUpdateFns, Array, EnvState, Observation, PRNGKey, TimeStep
+
+
+class RecurrentLearnerState(NamedTuple):
+    """An on-policy learner state whose policy remembers (recurrent PPO): `OnPolicyLearnerState`'s fields and each
+    env's hidden state, carried from one rollout into the next."""
+
+    params: Any
+    opt_states: Any
+    key: PRNGKey
+    env_state: EnvState
+    timestep: TimeStep
+    obs_norm: Any
+    hidden: Any  # (actor's, critic's) hidden state per env, leaves (num_envs, hidden_size); zero where one starts
 
 
 class Sequences(NamedTuple):

@@ -32,7 +32,7 @@ def likelihood_ratio_objective() -> ActorObjective:
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
-    return policy_gradient.set_up(env, key, config, budget, likelihood_ratio_objective(),
+    return policy_gradient.make_system_setup(env, key, config, budget, likelihood_ratio_objective(),
                                   policy_gradient.regression_critic)
 
 

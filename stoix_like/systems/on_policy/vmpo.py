@@ -15,7 +15,7 @@ value V) → epochs × minibatches, each:
 
 from __future__ import annotations
 
-from typing import Callable, Tuple
+from typing import Callable, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -37,8 +37,21 @@ from stoix_like.learner.optim import make_optimizer
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems import dual_variables
 from stoix_like.systems.on_policy import rollout
-from stoix_like.types import (ActorCriticApplyFns, ActorCriticDualUpdateFns, OnlineAndTarget, OnPolicyLearnerState,
-                              RolloutStep, VMPOOptStates, VMPOParams)
+from stoix_like.types import ActorCriticApplyFns, Array, OnlineAndTarget, OnPolicyLearnerState, OptState, Params, RolloutStep
+from stoix_like.systems.dual_variables import ActorCriticDualUpdateFns, DualVariables
+
+
+class VMPOParams(NamedTuple):
+    actor: OnlineAndTarget  # the target ("old") policy anchors the KL bounds; it moves every target_update_period
+    critic: Params  # the state value V
+    dual: DualVariables
+
+
+class VMPOOptStates(NamedTuple):
+    actor: OptState
+    critic: OptState
+    dual: OptState
+    gradient_steps: Array  # minibatch steps taken, like an optimiser's own count: the target policy's period runs on it
 
 
 def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns: ActorCriticDualUpdateFns,

@@ -81,7 +81,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
                           f"choose one of {sorted(NEXT_ACTION_SELECTORS)}.")
     distribution = DISTRIBUTIONS[system.distribution]
     q_loss = distribution.make_loss(system, NEXT_ACTION_SELECTORS[system.td_target])
-    return value_based.learner_setup(env, key, config, budget, q_loss=q_loss, needs_head=distribution.head,
+    return value_based.make_system_setup(env, key, config, budget, q_loss=q_loss, needs_head=distribution.head,
                                      example_networks=distribution.example_networks)
 
 

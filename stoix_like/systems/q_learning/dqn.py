@@ -88,7 +88,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     if missing:
         raise ConfigError(f"system.td_target={system.td_target} needs system.{', system.'.join(missing)}; "
                           f"use system={system_config} (python -m experiments.{system_config}).")
-    return value_based.learner_setup(env, key, config, budget, q_loss=scalar_q_loss(system),
+    return value_based.make_system_setup(env, key, config, budget, q_loss=scalar_q_loss(system),
                                      needs_head=value_based.SCALAR, example_networks="mlp_dqn or mlp_dqn_dueling")
 
 

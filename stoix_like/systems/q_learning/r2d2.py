@@ -189,7 +189,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     online = jitted_init(q_network)(init_key, hidden, observation, reset)
     apply = make_apply(q_network)
     optimizer = value_based.q_optimizer(system, budget)
-    return off_policy.learner_setup(
+    return off_policy.make_system_setup(
         env, key, config, budget,
         params=OnlineAndTarget(online, online), opt_states=optimizer.init(online),
         act=make_acting(apply, q_network, system, budget.total_timesteps),

@@ -131,7 +131,7 @@ def check_discrete_q_network(env: Environment, config: DictConfig, example_netwo
                           f"use e.g. network={example_networks}.")
 
 
-def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, q_loss: QLoss,
+def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, q_loss: QLoss,
                   needs_head: str, example_networks: str) -> SystemSetup:
     """A value-based system's setup. `needs_head` is the head kind `q_loss` reads (see HEAD_KINDS);
     a network whose head outputs anything else is refused, naming `example_networks` that fit."""
@@ -151,7 +151,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     online = jitted_init(q_network)(init_key, observation)  # one compile, not one per op
     apply = make_apply(q_network)
     optimizer = q_optimizer(system, budget)
-    return off_policy.learner_setup(
+    return off_policy.make_system_setup(
         env, key, config, budget,
         params=OnlineAndTarget(online, online), opt_states=optimizer.init(online),
         act=make_act(apply, system, budget.total_timesteps),

@@ -185,7 +185,7 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, search: Search | None = None
+def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, search: Search | None = None
            ) -> SystemSetup:
     """A search system's `learner_setup` once its input is checked: AlphaZero's networks (the actor-critic's), and
     the learner that acts with `search` (AlphaZero's tree search over every action when None)."""
@@ -200,7 +200,7 @@ def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     mcts.require_discrete_actions(env, config)
-    return set_up(env, key, config, budget)
+    return make_system_setup(env, key, config, budget)
 
 
 def run_experiment(config: DictConfig) -> float:

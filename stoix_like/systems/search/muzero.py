@@ -393,7 +393,7 @@ def example_action(action_space: ActionSpace) -> Array:
     return jnp.zeros((1, action_space.action_dim), jnp.float32)
 
 
-def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, action_space: ActionSpace,
+def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, action_space: ActionSpace,
            searched: SearchedActions = EVERY_ACTION) -> SystemSetup:
     """A learnt-model search system's `learner_setup` once its action space is checked: the support (refused where
     too small for the env's returns), the model, and the off-policy learner that searches with `searched`."""
@@ -406,7 +406,7 @@ def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
     optimizer = make_optimizer(system.model_lr, system.max_grad_norm,
                                budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
     model = model_of(network)
-    return off_policy.learner_setup(
+    return off_policy.make_system_setup(
         env, key, config, budget,
         params=params, opt_states=optimizer.init(params),
         act=make_act(model, support, system, searched),
@@ -421,7 +421,7 @@ def set_up(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
-    return set_up(env, key, config, budget, mcts.require_discrete_actions(env, config))
+    return make_system_setup(env, key, config, budget, mcts.require_discrete_actions(env, config))
 
 
 def run_experiment(config: DictConfig) -> float:

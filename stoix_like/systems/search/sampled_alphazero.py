@@ -48,7 +48,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     action_space = mcts.require_continuous_actions(env, config)
     system = config.system
     searched = sampled_policy(sampled_actions.require_draws_per_node(system), action_space, float(system.ent_coef))
-    return alphazero.set_up(env, key, config, budget, alphazero.tree_search(searched))
+    return alphazero.make_system_setup(env, key, config, budget, alphazero.tree_search(searched))
 
 
 def run_experiment(config: DictConfig) -> float:

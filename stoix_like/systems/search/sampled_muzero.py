@@ -72,7 +72,7 @@ def sampled_actions_of(num_sampled_actions: int, action_space: ContinuousActionS
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     action_space = mcts.require_continuous_actions(env, config, plain="MuZero", plain_entry="mz")
     searched = sampled_actions_of(sampled_actions.require_draws_per_node(config.system), action_space)
-    return muzero.set_up(env, key, config, budget, action_space, searched)
+    return muzero.make_system_setup(env, key, config, budget, action_space, searched)
 
 
 def run_experiment(config: DictConfig) -> float:

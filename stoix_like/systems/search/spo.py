@@ -150,7 +150,7 @@ def smc_planner(env: Environment, networks: PolicyAndValue, system: DictConfig) 
 
 def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget) -> SystemSetup:
     search = alphazero.Search(planner=smc_planner, policy_loss=fit_to_weighted_draws(float(config.system.ent_coef)))
-    return alphazero.set_up(env, key, config, budget, search)
+    return alphazero.make_system_setup(env, key, config, budget, search)
 
 
 def run_experiment(config: DictConfig) -> float:
