@@ -14,10 +14,17 @@ import jax
 Array: TypeAlias = jax.Array
 PRNGKey: TypeAlias = jax.Array  # a key from jax.random.PRNGKey (a uint32 array)
 Numeric: TypeAlias = Union[jax.Array, float]  # a hyperparameter: a Python number or a (traced) scalar
-Params = Any  # a flax parameter tree
-OptState = Any  # an optax optimiser state
-EnvState = Any  # whatever the wrapped environment carries between steps
+# Named stand-ins for what jax, flax and optax themselves leave untyped: a pytree's structure varies by system, so
+# its type can only say what it holds. Use the narrowest that fits; a precise type (jax.Array, np.ndarray, a
+# NamedTuple, a Protocol) where the shape is stable.
+PyTree: TypeAlias = Any  # a nested structure (tuples, NamedTuples, dicts, lists) of arrays
+HostTree: TypeAlias = Any  # a PyTree of numpy arrays, copied to the host
+LearnerState: TypeAlias = Any  # a system's learner-state NamedTuple; leaves lead with (devices, [seeds,] batch)
+Params: TypeAlias = Any  # a flax parameter tree
+OptState: TypeAlias = Any  # an optax optimiser state
+EnvState: TypeAlias = Any  # whatever the wrapped environment carries between steps
 Metrics = Dict[str, Array]
+JSONValue: TypeAlias = Any  # what json.load returns, or what json.dump is given
 
 
 class StepType:
@@ -52,7 +59,7 @@ class TimeStep(NamedTuple):
     reward: Array
     discount: Array
     observation: Observation
-    extras: Dict[str, Any]
+    extras: Dict[str, PyTree]
 
     def first(self) -> Array:
         return self.step_type == StepType.FIRST
@@ -90,12 +97,12 @@ class OnPolicyLearnerState(NamedTuple):
     Leaves carry leading axes (n_devices, update_batch_size, ...); the env batch sits inside.
     """
 
-    params: Any
-    opt_states: Any
+    params: Params
+    opt_states: OptState
     key: PRNGKey
     env_state: EnvState
     timestep: TimeStep
-    obs_norm: Any  # stoix_like.learner.normalization.RunningStatistics, or an empty tuple when switched off
+    obs_norm: PyTree  # stoix_like.learner.normalization.RunningStatistics, or an empty tuple when switched off
 
 
 class ActorCriticTransition(NamedTuple):
@@ -108,7 +115,7 @@ class ActorCriticTransition(NamedTuple):
     next_value: Array  # value of extras["next_obs"], the true successor (pre-reset) observation
     reward: Array
     log_prob: Array
-    behaviour: Any  # the acting distribution's parameters (`parameters()`): KL(π_old ‖ π) is exact from them
+    behaviour: PyTree  # the acting distribution's parameters (`parameters()`): KL(π_old ‖ π) is exact from them
     observation: Observation
     episode_metrics: Dict[str, Array]
 
@@ -123,7 +130,7 @@ class RolloutStep(NamedTuple):
     done: Array  # the episode ended here (terminated or truncated): multi-step returns must not cross it
     next_observation: Observation  # extras["next_obs"]: the true (pre-reset) successor, for bootstrapping
     episode_metrics: Dict[str, Array]
-    policy_extras: Any  # whatever the acting function recorded per step (PPO: value and log-prob)
+    policy_extras: PyTree  # whatever the acting function recorded per step (PPO: value and log-prob)
 
 
 class OnlineAndTarget(NamedTuple):

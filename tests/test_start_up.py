@@ -224,6 +224,7 @@ SETUP_COMPILES = """
 import logging, jax
 from hydra import compose, initialize_config_dir
 from stoix_like import envs as envs_lib
+from stoix_like.learner import budget as budget_lib
 from stoix_like.run import experiment
 from stoix_like.config.compose import CONFIG_DIR
 from stoix_like.systems import system_module

@@ -270,6 +270,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[2])
 from conftest import compose_config
 from stoix_like import envs as envs_lib
+from stoix_like.learner import budget as budget_lib
 from stoix_like.runtime import parallel
 from stoix_like.systems.q_learning import distributional_dqn
 from stoix_like.systems.q_learning import dqn

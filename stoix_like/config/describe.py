@@ -3,12 +3,12 @@ valid range, its default and what it means, read from the schema (stoix_like/con
 
 from __future__ import annotations
 
-from typing import Any, List, Sequence
+from typing import List, Sequence
 
 from stoix_like.config import validation
 
 
-def describe_lines(config: Any) -> List[str]:
+def describe_lines(config: validation.Config) -> List[str]:
     """One line per leaf: `key  type and range  default  meaning`, in the config's order, columns aligned."""
     rows = []
     for key, value in validation.leaves(config):

@@ -17,13 +17,22 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, ClassVar, Dict, Iterator, List, Optional, Protocol, Tuple, Type, TypeVar
 
 from stoix_like.config.spec import (DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, NEPTUNE_MODES, OBSERVATION_LAYOUTS,
                                     POSITIVE_INT, SAVED_PARAMS, SEARCH_POLICIES, SEED_LOOPS, TD_TARGETS, WANDB_MODES,
                                     Spec, choice, flag, int_list, integer, real)
 
 REQUIRED = "???"  # OmegaConf's MISSING: the value comes from the YAML
+
+
+class Schema(Protocol):
+    """A schema: one of the dataclasses below."""
+
+    __dataclass_fields__: ClassVar[Dict[str, dataclasses.Field[object]]]
+
+
+SchemaT = TypeVar("SchemaT", bound=Schema)
 
 
 def key(spec: Spec) -> Any:
@@ -36,7 +45,7 @@ def text(doc: str) -> Any:
     return field(default=REQUIRED, metadata={"doc": doc})
 
 
-def part(schema: Type[Any]) -> Any:
+def part(schema: Type[SchemaT]) -> SchemaT:
     """A nested block of keys (`logger.checkpointing`)."""
     return field(default_factory=schema)
 
@@ -198,10 +207,10 @@ class EvaluateSchema:
 
 
 # group -> its schema ("" for evaluate's top-level keys)
-GROUP_SCHEMAS: Dict[str, Type[Any]] = {"arch": ArchSchema, "env": EnvSchema, "logger": LoggerSchema,
-                                       "": EvaluateSchema}
+GROUP_SCHEMAS: Dict[str, Type[Schema]] = {"arch": ArchSchema, "env": EnvSchema, "logger": LoggerSchema,
+                                          "": EvaluateSchema}
 # the arch group's other options, stored as schema/arch_<name> (config/arch/<name>.yaml's defaults name it)
-ARCH_VARIANT_SCHEMAS: Dict[str, Type[Any]] = {"sebulba": SebulbaArchSchema}
+ARCH_VARIANT_SCHEMAS: Dict[str, Type[Schema]] = {"sebulba": SebulbaArchSchema}
 
 
 # ----------------------------------------------------------------------------------------------------- blocks
@@ -581,7 +590,7 @@ class SampledMZSchema(MZSchema):
 
 # system_name -> its schema (DDPG is TD3's learner with other values; recurrent PPO has PPO's keys, its memory is
 # the network's)
-SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
+SYSTEM_SCHEMAS: Dict[str, Type[Schema]] = {
     "ppo": PPOSchema, "rec_ppo": PPOSchema, "ppo_penalty": PPOPenaltySchema, "dpo": DPOSchema, "reinforce": ReinforceSchema,
     "impala": IMPALASchema,
     "pqn": PQNSchema,
@@ -598,7 +607,7 @@ SYSTEM_SCHEMAS: Dict[str, Type[Any]] = {
 }
 
 
-def _walk(schema: Type[Any], prefix: str):
+def _walk(schema: Type[Schema], prefix: str) -> Iterator[Tuple[str, dataclasses.Field[object]]]:
     """(dotted key, field) of every leaf field, nested blocks entered."""
     for schema_field in dataclasses.fields(schema):
         nested = schema_field.default_factory if schema_field.default_factory is not dataclasses.MISSING else None
@@ -608,7 +617,7 @@ def _walk(schema: Type[Any], prefix: str):
             yield f"{prefix}{schema_field.name}", schema_field
 
 
-def _all_fields():
+def _all_fields() -> Iterator[Tuple[str, dataclasses.Field[object]]]:
     for group, schema in GROUP_SCHEMAS.items():
         yield from _walk(schema, f"{group}." if group else "")
     for schema in ARCH_VARIANT_SCHEMAS.values():

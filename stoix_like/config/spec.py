@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional, Tuple, TypeAlias, TypedDict
 
 INF = math.inf
+
+# A config's plain data, as OmegaConf.to_container gives it: a number, a string, a bool, None, or a list or nested
+# dict of those. jax-free stand-in for stoix_like.types.JSONValue (that module imports jax); loose on purpose,
+# since the validators compare and add values whose type a Spec has already checked.
+ConfigValue: TypeAlias = Any
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ class Spec:
             text = self.interval() or "a number"
         return text + (" or null" if self.nullable else "")
 
-    def problem(self, value: Any) -> Optional[str]:
+    def problem(self, value: ConfigValue) -> Optional[str]:
         """None if `value` is valid, else what is wrong with it ("is out of range", "is not an integer", ...)."""
         if value is None:
             return None if self.nullable else "is not set"
@@ -75,11 +80,11 @@ class Spec:
         return above and below
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_whole_float(value: Any) -> bool:
+def _is_whole_float(value: object) -> bool:
     """`arch.total_timesteps=1e6` reaches us as 1000000.0: a whole number, written the way researchers write it."""
     return isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53
 
@@ -88,7 +93,16 @@ def _number(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _parse_interval(interval: str) -> Dict[str, Any]:
+class _Interval(TypedDict):
+    """The bounds of a Spec, as `_parse_interval` reads them."""
+
+    low: float
+    high: float
+    low_open: bool
+    high_open: bool
+
+
+def _parse_interval(interval: str) -> _Interval:
     """"(0, 1]" -> low=0, high=1, low_open=True, high_open=False; "inf" / "-inf" for an open end."""
     low, high = (part.strip() for part in interval[1:-1].split(","))
     parse = lambda text: float(text) if "inf" in text or "." in text or "e" in text else int(text)

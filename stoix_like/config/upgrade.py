@@ -23,18 +23,19 @@ config passes through unchanged. This module imports no jax.
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Mapping, cast
+from typing import Dict, Iterator, Mapping, Tuple, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from stoix_like.config import validation
+from stoix_like.config.spec import ConfigValue
 
 # keys a system's old config may lack, with the value that reproduces the old behaviour
 _OLD_REPLAY_DEFAULTS = {"prioritized_replay": False, "priority_exponent": 0.6, "importance_sampling_exponent": 0.4}
 _DISTRIBUTIONAL_UNREAD = ("huber_loss_parameter", "regularisation_weight")
 
 
-def upgrade_saved_config(saved: Any, algorithm: str, batch_slots: int = 1) -> Dict[str, Any]:
+def upgrade_saved_config(saved: validation.Config, algorithm: str, batch_slots: int = 1) -> Dict[str, ConfigValue]:
     """A plain-dict copy of `saved` (a DictConfig or nested dict) with current key names and every current key.
 
     Args:
@@ -43,8 +44,8 @@ def upgrade_saved_config(saved: Any, algorithm: str, batch_slots: int = 1) -> Di
             `system.system_name`.
         batch_slots: n_devices × arch.update_batch_size of the run that saved it (old `batch_size` was per slot).
     """
-    config: Dict[str, Any] = (cast(Dict[str, Any], OmegaConf.to_container(saved, resolve=False))
-                              if isinstance(saved, DictConfig) else copy.deepcopy(dict(saved)))
+    config: Dict[str, ConfigValue] = (cast(Dict[str, ConfigValue], OmegaConf.to_container(saved, resolve=False))
+                                      if isinstance(saved, DictConfig) else copy.deepcopy(dict(saved)))
     system = config.setdefault("system", {})
     system.setdefault("system_name", algorithm)
     name = str(system["system_name"])
@@ -59,7 +60,7 @@ def upgrade_saved_config(saved: Any, algorithm: str, batch_slots: int = 1) -> Di
     return _rename_keys(config, name)
 
 
-def add_later_keys(saved: Dict[str, Any]) -> Dict[str, Any]:
+def add_later_keys(saved: Dict[str, ConfigValue]) -> Dict[str, ConfigValue]:
     """`saved` (a plain dict, changed in place and returned) with the keys added since format 3 was first written,
     at the values that reproduce the run that saved it."""
     arch = saved.get("arch") or {}
@@ -69,7 +70,7 @@ def add_later_keys(saved: Dict[str, Any]) -> Dict[str, Any]:
     return saved
 
 
-def _add_missing_keys(config: Dict[str, Any], name: str) -> None:
+def _add_missing_keys(config: Dict[str, ConfigValue], name: str) -> None:
     system, env = config["system"], config.setdefault("env", {})
     old_keys = set(system)
     if "training_epsilon" in old_keys:  # PQN
@@ -89,15 +90,15 @@ def _add_missing_keys(config: Dict[str, Any], name: str) -> None:
         env["max_episode_steps"] = None
 
 
-def _rename_keys(config: Dict[str, Any], name: str) -> Dict[str, Any]:
+def _rename_keys(config: Dict[str, ConfigValue], name: str) -> Dict[str, ConfigValue]:
     flat = dict(_flatten(config))
-    renamed: Dict[str, Any] = {}
+    renamed: Dict[str, ConfigValue] = {}
     for key, value in flat.items():
         renamed[validation.new_name(key, name) or key] = value
     return _unflatten(renamed)
 
 
-def _flatten(node: Mapping[str, Any], prefix: str = ""):
+def _flatten(node: Mapping[str, ConfigValue], prefix: str = "") -> Iterator[Tuple[str, ConfigValue]]:
     for key, value in node.items():
         if isinstance(value, Mapping) and value:
             yield from _flatten(value, f"{prefix}{key}.")
@@ -105,8 +106,8 @@ def _flatten(node: Mapping[str, Any], prefix: str = ""):
             yield f"{prefix}{key}", value
 
 
-def _unflatten(flat: Mapping[str, Any]) -> Dict[str, Any]:
-    tree: Dict[str, Any] = {}
+def _unflatten(flat: Mapping[str, ConfigValue]) -> Dict[str, ConfigValue]:
+    tree: Dict[str, ConfigValue] = {}
     for key, value in flat.items():
         *parents, leaf = key.split(".")
         node = tree

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -34,8 +34,14 @@ from stoix_like.config import schemas
 from stoix_like.config.spec import (  # noqa: F401 (the enumerations are read from here too)
     ACTIVATIONS, BRAX_BACKENDS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, MUNCHAUSEN_KEYS,
     NEPTUNE_MODES, OBSERVATION_LAYOUTS, PLAYGROUND_IMPLS, POSITIVE_INT, RECURRENT_CELLS, SAVED_PARAMS,
-    SEARCH_POLICIES, SEED_LOOPS, TD_TARGETS, Spec, _is_whole_float, choice, flag, int_list, integer, real)
+    SEARCH_POLICIES, SEED_LOOPS, TD_TARGETS, ConfigValue, Spec, _is_whole_float, choice, flag, int_list, integer,
+    real)
 from stoix_like.errors import ConfigError
+
+# A composed config: a DictConfig, or the same as plain nested dicts.
+Config = Union[DictConfig, Mapping[str, ConfigValue]]
+# A table's row (a Spec, or a free-form key's doc).
+Row = TypeVar("Row")
 
 SPECS: Dict[str, Spec] = {
     # arch.*, system.*, env.*, logger.* and evaluate's keys: one row per schema field (stoix_like/config/schemas.py)
@@ -88,7 +94,7 @@ def _matches(pattern: str, key: str) -> bool:
         p == "*" or p == k for p, k in zip(pattern_parts, key_parts))
 
 
-def _lookup(table: Mapping[str, Any], key: str) -> Optional[Any]:
+def _lookup(table: Mapping[str, Row], key: str) -> Optional[Row]:
     if key in table:
         return table[key]
     return next((value for pattern, value in table.items() if "*" in pattern and _matches(pattern, key)), None)
@@ -106,15 +112,17 @@ def is_free_form(key: str) -> bool:
 MISSING = "???"
 
 
-def leaves(config: Any) -> Iterator[Tuple[str, Any]]:
+def leaves(config: Config) -> Iterator[Tuple[str, ConfigValue]]:
     """(dotted key, value) of every leaf, in the config's order; lists are leaves; `???` stays `"???"`."""
     if isinstance(config, DictConfig):
         try:
-            config = OmegaConf.to_container(config, resolve=True, throw_on_missing=False)
+            config = cast(Dict[str, ConfigValue],
+                          OmegaConf.to_container(config, resolve=True, throw_on_missing=False))
         except Exception:  # an interpolation that cannot resolve here: check the raw values
-            config = OmegaConf.to_container(config, resolve=False, throw_on_missing=False)
+            config = cast(Dict[str, ConfigValue],
+                          OmegaConf.to_container(config, resolve=False, throw_on_missing=False))
 
-    def walk(node: Mapping[str, Any], prefix: str) -> Iterator[Tuple[str, Any]]:
+    def walk(node: Mapping[str, ConfigValue], prefix: str) -> Iterator[Tuple[str, ConfigValue]]:
         for name, value in node.items():
             key = f"{prefix}{name}"
             if isinstance(value, Mapping):
@@ -125,12 +133,12 @@ def leaves(config: Any) -> Iterator[Tuple[str, Any]]:
     yield from walk(config, "")
 
 
-def unranged_keys(config: Any) -> List[str]:
+def unranged_keys(config: Config) -> List[str]:
     """Leaves with neither a spec nor a FREE_FORM entry: what the completeness test refuses."""
     return [key for key, _ in leaves(config) if spec_of(key) is None and not is_free_form(key)]
 
 
-def show(value: Any) -> str:
+def show(value: object) -> str:
     """A value as it would be written on the command line."""
     if value is None:
         return "null"
@@ -139,7 +147,7 @@ def show(value: Any) -> str:
     return str(value)
 
 
-def check_key(key: str, value: Any) -> Optional[str]:
+def check_key(key: str, value: ConfigValue) -> Optional[str]:
     """One line saying what is wrong with `key=value`, or None (also for keys the table does not know)."""
     if value == MISSING:
         spec = spec_of(key)
@@ -223,7 +231,7 @@ def renamed_option_problem(group: str, option: str) -> Optional[str]:
     return f"{group}={option} was renamed to {group}={new}." if new else None
 
 
-def system_name_of(config: Any) -> Optional[str]:
+def system_name_of(config: Config) -> Optional[str]:
     system = config.get("system") if isinstance(config, Mapping) else None
     name = system.get("system_name") if isinstance(system, Mapping) else None
     return None if name is None else str(name)
@@ -231,7 +239,7 @@ def system_name_of(config: Any) -> Optional[str]:
 
 # ------------------------------------------------------------------------------------------ cross-key checks
 
-def _buffer_holds_a_batch(values: Mapping[str, Any]) -> Optional[str]:
+def _buffer_holds_a_batch(values: Mapping[str, ConfigValue]) -> Optional[str]:
     buffer_size, batch_size = values.get("system.total_buffer_size"), values.get("system.total_batch_size")
     if buffer_size is not None and batch_size is not None and buffer_size < batch_size:
         return (f"system.total_buffer_size={buffer_size} is smaller than system.total_batch_size={batch_size}: the "
@@ -239,7 +247,7 @@ def _buffer_holds_a_batch(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _epsilon_decays(values: Mapping[str, Any]) -> Optional[str]:
+def _epsilon_decays(values: Mapping[str, ConfigValue]) -> Optional[str]:
     start, end = values.get("system.epsilon_start"), values.get("system.epsilon_end")
     if start is not None and end is not None and end > start:
         return (f"system.epsilon_end={show(end)} is above system.epsilon_start={show(start)}: epsilon decays, so "
@@ -247,7 +255,7 @@ def _epsilon_decays(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _supports_are_intervals(values: Mapping[str, Any]) -> Optional[str]:
+def _supports_are_intervals(values: Mapping[str, ConfigValue]) -> Optional[str]:
     for key, v_min in values.items():
         if not key.startswith("network.") or not key.endswith(".v_min"):
             continue
@@ -259,7 +267,7 @@ def _supports_are_intervals(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _process_id_in_range(values: Mapping[str, Any]) -> Optional[str]:
+def _process_id_in_range(values: Mapping[str, ConfigValue]) -> Optional[str]:
     process_id, num_processes = values.get("arch.process_id"), values.get("arch.num_processes")
     if process_id is not None and num_processes is not None and process_id >= num_processes:
         return (f"arch.process_id={process_id} is out of range: with arch.num_processes={num_processes} it must be "
@@ -267,7 +275,7 @@ def _process_id_in_range(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _arch_fits_the_env_suite(values: Mapping[str, Any]) -> Optional[str]:
+def _arch_fits_the_env_suite(values: Mapping[str, ConfigValue]) -> Optional[str]:
     """Anakin compiles the env into the learner, so it needs a JAX suite; Sebulba's actor threads step CPU envs."""
     suite, sebulba = values.get("env.suite"), "arch.actor_device_ids" in values
     if suite is None:
@@ -281,7 +289,7 @@ def _arch_fits_the_env_suite(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _sebulba_layout_divides(values: Mapping[str, Any]) -> Optional[str]:
+def _sebulba_layout_divides(values: Mapping[str, ConfigValue]) -> Optional[str]:
     """Every update's batch (all actor threads' envs) splits evenly over the learner devices."""
     if "arch.actor_device_ids" not in values:
         return None
@@ -307,7 +315,7 @@ def _sebulba_layout_divides(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _td_target_fits_the_system(values: Mapping[str, Any]) -> Optional[str]:
+def _td_target_fits_the_system(values: Mapping[str, ConfigValue]) -> Optional[str]:
     td_target = values.get("system.td_target")
     if td_target is None:
         return None
@@ -329,7 +337,7 @@ def first_rollout_too_short(length_key: str, length: int, warmup_rollout_length:
             f"starts.")
 
 
-def _replayed_sequences_fit_the_first_rollout(values: Mapping[str, Any]) -> Optional[str]:
+def _replayed_sequences_fit_the_first_rollout(values: Mapping[str, ConfigValue]) -> Optional[str]:
     """The replay samples sequences of system.n_step (or system.sequence_length) stored steps of one env: each env
     must have stored that many when learning starts."""
     rollout = values.get("system.rollout_length")
@@ -344,7 +352,7 @@ def _replayed_sequences_fit_the_first_rollout(values: Mapping[str, Any]) -> Opti
 CNN_TORSO = "stoix_like.networks.torsos.CNNTorso"
 
 
-def _torsos_read_the_observation_layout(values: Mapping[str, Any]) -> Optional[str]:
+def _torsos_read_the_observation_layout(values: Mapping[str, ConfigValue]) -> Optional[str]:
     layout = values.get("env.observation_layout")
     if layout is None:
         return None
@@ -373,7 +381,7 @@ RECURRENT_SYSTEMS = {"rec_ppo": "network=lstm_rec_ppo or network=gru_rec_ppo",
                      "r2d2": "network=lstm_r2d2 or network=gru_r2d2"}
 
 
-def _recurrent_networks_fit_the_system(values: Mapping[str, Any]) -> Optional[str]:
+def _recurrent_networks_fit_the_system(values: Mapping[str, ConfigValue]) -> Optional[str]:
     system_name = values.get("system.system_name")
     recurrent = sorted({key.split(".")[1] for key in values
                         if key.startswith("network.") and ".recurrent_core." in key})
@@ -395,7 +403,7 @@ def _recurrent_networks_fit_the_system(values: Mapping[str, Any]) -> Optional[st
 SHARED_TORSO_SYSTEMS = ("ppo", "ppo_penalty", "dpo", "reinforce", "impala")
 
 
-def _shared_torso_fits_the_system(values: Mapping[str, Any]) -> Optional[str]:
+def _shared_torso_fits_the_system(values: Mapping[str, ConfigValue]) -> Optional[str]:
     system_name = values.get("system.system_name")
     if values.get("network.shared_torso") and system_name not in SHARED_TORSO_SYSTEMS:
         return (f"network.shared_torso=True: {system_name} builds its actor and critic apart; a shared torso is "
@@ -403,7 +411,7 @@ def _shared_torso_fits_the_system(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _burn_in_leaves_steps_to_learn(values: Mapping[str, Any]) -> Optional[str]:
+def _burn_in_leaves_steps_to_learn(values: Mapping[str, ConfigValue]) -> Optional[str]:
     burn_in, length = values.get("system.burn_in"), values.get("system.sequence_length")
     if burn_in is not None and length is not None and burn_in >= length:
         return (f"system.burn_in={burn_in} is not below system.sequence_length={length}: the loss is on the steps "
@@ -411,7 +419,7 @@ def _burn_in_leaves_steps_to_learn(values: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _sequences_tile_the_rollout(values: Mapping[str, Any]) -> Optional[str]:
+def _sequences_tile_the_rollout(values: Mapping[str, ConfigValue]) -> Optional[str]:
     """R2D2 (the system with a burn-in) stores each rollout as whole disjoint sequences."""
     length, rollout = values.get("system.sequence_length"), values.get("system.rollout_length")
     if "system.burn_in" not in values or length is None or rollout is None or rollout % length == 0:
@@ -423,14 +431,14 @@ def _sequences_tile_the_rollout(values: Mapping[str, Any]) -> Optional[str]:
             f"stored as whole disjoint sequences; choose a divisor of rollout_length{hint}, or change rollout_length.")
 
 
-CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, Any]], Optional[str]], ...] = (
+CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, ConfigValue]], Optional[str]], ...] = (
     _buffer_holds_a_batch, _epsilon_decays, _supports_are_intervals, _process_id_in_range,
     _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _torsos_read_the_observation_layout,
     _recurrent_networks_fit_the_system, _arch_fits_the_env_suite, _sebulba_layout_divides,
     _burn_in_leaves_steps_to_learn, _sequences_tile_the_rollout, _shared_torso_fits_the_system)
 
 
-def problems(config: Any) -> List[str]:
+def problems(config: Config) -> List[str]:
     """Every problem of a composed config, one line each: key by key in config order, then the cross-key rules
     (those only once every key they read is valid on its own)."""
     values = dict(leaves(config))
@@ -442,7 +450,7 @@ def problems(config: Any) -> List[str]:
     return found
 
 
-def validate(config: Any) -> None:
+def validate(config: Config) -> None:
     """Raise a one-line ConfigError for the first problem of `config` (a DictConfig or a plain dict).
 
     A valid DictConfig has its whole-number floats at integer keys (`1e6`) rewritten as ints, so that every

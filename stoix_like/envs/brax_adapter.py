@@ -7,7 +7,8 @@ brax's `done` is then natural termination only.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Tuple
+from types import ModuleType
+from typing import NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -16,13 +17,13 @@ import numpy as np
 from stoix_like.envs.environment import ContinuousActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, PRNGKey, TimeStep
+from stoix_like.types import Array, EnvState, PRNGKey, TimeStep
 
 DEFAULT_MAX_EPISODE_STEPS = 1000
 
 
 class BraxState(NamedTuple):
-    env_state: Any  # brax.envs.State
+    env_state: EnvState  # brax.envs.State
     step_count: Array  # int32
 
 
@@ -40,7 +41,7 @@ class BraxAdapter(SuiteAdapter):
     """
 
     def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
-                 backend: str = "spring", **env_kwargs: Any):
+                 backend: str = "spring", **env_kwargs: object):
         from brax import envs as brax_envs  # lazily: importing stoix_like must not import brax
 
         available = _registered_brax_envs(brax_envs)
@@ -73,6 +74,6 @@ class BraxAdapter(SuiteAdapter):
         return BraxState(env_state, step_count), timestep
 
 
-def _registered_brax_envs(brax_envs: Any) -> list:
+def _registered_brax_envs(brax_envs: ModuleType) -> list:
     # brax keeps its registry in a private dict; there is no public listing function.
     return list(getattr(brax_envs, "_envs", {}).keys())

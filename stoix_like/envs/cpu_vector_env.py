@@ -19,14 +19,14 @@ AutoReset's `extras["next_obs"]`.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple, cast
+from typing import Dict, Mapping, Optional, Tuple, cast
 
 import numpy as np
 
 from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace, import_suite
 from stoix_like.envs.factory import CPU_SUITES
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, Observation, StepType, TimeStep
+from stoix_like.types import Array, JSONValue, Observation, StepType, TimeStep
 
 
 def _host(x: np.ndarray) -> Array:
@@ -106,7 +106,7 @@ class CpuVectorEnv:
                 "is_terminal_step": ended.copy(), "ended_by_termination": ended & terminated}
 
 
-def _action_space_of(space: Any) -> ActionSpace:
+def _action_space_of(space: object) -> ActionSpace:
     """A gymnasium space as the repository's action space (Discrete or Box only)."""
     import gymnasium
 
@@ -121,7 +121,7 @@ class GymnasiumVectorEnv(CpuVectorEnv):
     """gymnasium.make_vec in SAME_STEP autoreset mode (see the module's docstring for why)."""
 
     def __init__(self, name: str, num_envs: int, max_episode_steps: Optional[int] = None,
-                 vectorization_mode: str = "sync", **kwargs: Any):
+                 vectorization_mode: str = "sync", **kwargs: object):
         super().__init__()
         gymnasium = import_suite("gymnasium", "gymnasium")
         from gymnasium.vector import AutoresetMode
@@ -164,7 +164,7 @@ class EnvpoolVectorEnv(CpuVectorEnv):
     `reset(env_id)` call), so every budget step is a real transition."""
 
     def __init__(self, name: str, num_envs: int, max_episode_steps: Optional[int] = None, seed: int = 0,
-                 **kwargs: Any):
+                 **kwargs: object):
         super().__init__()
         envpool = import_suite("envpool", "sebulba")
         options = dict(kwargs)
@@ -196,7 +196,7 @@ class EnvpoolVectorEnv(CpuVectorEnv):
         self._envs.close()
 
 
-def make_cpu_envs(env_config: Any, num_envs: int, seed: int) -> CpuVectorEnv:
+def make_cpu_envs(env_config: Mapping[str, JSONValue], num_envs: int, seed: int) -> CpuVectorEnv:
     """`num_envs` CPU envs of `env_config` (suite gymnasium or envpool), not yet reset."""
     suite = str(env_config["suite"])
     kwargs = dict(env_config.get("kwargs") or {})

@@ -12,7 +12,7 @@ total, and `achievement_<name>`, 1 if that one was unlocked. The evaluator logs 
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -20,13 +20,13 @@ import jax.numpy as jnp
 from stoix_like.envs.environment import DiscreteActionSpace, SuiteAdapter, import_suite
 from stoix_like.envs.wrappers import restart, transition, with_suite_metrics
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, PRNGKey, TimeStep
+from stoix_like.types import Array, EnvState, PRNGKey, TimeStep
 
 SCENARIOS = ("Craftax-Classic-Symbolic-v1", "Craftax-Classic-Pixels-v1", "Craftax-Symbolic-v1", "Craftax-Pixels-v1")
 
 
 class CraftaxState(NamedTuple):
-    env_state: Any  # Craftax's EnvState; its `timestep` counts the episode's steps
+    env_state: EnvState  # Craftax's EnvState; its `timestep` counts the episode's steps
     key: PRNGKey  # Craftax transitions take a key
 
 
@@ -42,7 +42,7 @@ class CraftaxAdapter(SuiteAdapter):
     """
 
     def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
-                 **env_params: Any):
+                 **env_params: object):
         craftax_env = import_suite("craftax.craftax_env", "craftax")
         if name not in SCENARIOS:
             raise ConfigError(f"Unknown Craftax environment {name!r}. Available: {', '.join(SCENARIOS)}")
@@ -70,10 +70,10 @@ class CraftaxAdapter(SuiteAdapter):
         timestep = transition(reward, terminated, truncated, self._observation(obs, env_state))
         return CraftaxState(env_state, key), self._with_achievements(timestep, env_state)
 
-    def _observation(self, obs: Array, env_state: Any):
+    def _observation(self, obs: Array, env_state: EnvState):
         return self.flat_observation(obs, jnp.asarray(env_state.timestep, jnp.int32))
 
-    def _with_achievements(self, timestep: TimeStep, env_state: Any) -> TimeStep:
+    def _with_achievements(self, timestep: TimeStep, env_state: EnvState) -> TimeStep:
         unlocked = jnp.asarray(env_state.achievements, jnp.float32)  # (num achievements,), 0/1, for this episode
         metrics: Dict[str, Array] = {"achievements_unlocked": unlocked.sum(), "achievement_rate": unlocked.mean()}
         metrics.update({f"achievement_{name}": unlocked[i] for i, name in enumerate(self._achievement_names)})

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, Mapping, Tuple, cast
+from typing import Dict, Mapping, Tuple, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import AutoReset, EpisodeMetrics, NextObservation, ObservedIndices
 from stoix_like.errors import ConfigError
+from stoix_like.types import JSONValue
 
 # suite -> (module, adapter class). Modules are imported on demand so that a gymnax run never imports brax. The
 # suites after jumanji are optional extras of the same name (pyproject.toml); a missing one is named in one line.
@@ -29,7 +30,7 @@ CPU_SUITES = ("gymnasium", "envpool")
 AVAILABLE_SUITES = tuple(_ADAPTERS) + CPU_SUITES
 
 
-def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
+def make(env_config: Mapping[str, JSONValue]) -> Tuple[Environment, Environment]:
     """Builds the train and eval envs that `env_config` describes.
 
     Args:
@@ -62,9 +63,9 @@ def make(env_config: Mapping[str, Any]) -> Tuple[Environment, Environment]:
             NextObservation(EpisodeMetrics(adapter)))
 
 
-def _to_plain_dict(kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+def _to_plain_dict(kwargs: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:
     # Suites check argument types (e.g. tuples vs OmegaConf ListConfig), so they get plain Python containers.
     if isinstance(kwargs, DictConfig):
         # a DictConfig becomes a dict; its keys are strings, since they are passed on as keyword arguments
-        return cast(Dict[str, Any], OmegaConf.to_container(kwargs, resolve=True))
+        return cast(Dict[str, JSONValue], OmegaConf.to_container(kwargs, resolve=True))
     return dict(kwargs)

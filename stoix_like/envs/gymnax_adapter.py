@@ -8,21 +8,22 @@ it), which is what makes termination and truncation separable here.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Optional, Tuple
+from typing import Mapping, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from stoix_like.runtime import deferred_imports
 from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, Observation, PRNGKey, TimeStep
+from stoix_like.types import Array, EnvState, Observation, PRNGKey, TimeStep
 
 
 class GymnaxState(NamedTuple):
-    env_state: Any  # the gymnax EnvState; its `time` field is the step within the episode
+    env_state: EnvState  # the gymnax EnvState; its `time` field is the step within the episode
     key: PRNGKey  # gymnax transitions take a key (some are stochastic)
 
 
@@ -39,7 +40,7 @@ class GymnaxAdapter(SuiteAdapter):
     """
 
     def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
-                 env_params: Optional[Mapping[str, Any]] = None, **env_kwargs: Any):
+                 env_params: Optional[Mapping[str, object]] = None, **env_kwargs: object):
         deferred_imports.defer_rendering_modules()  # before gymnax, whose every env module is imported with it
         import gymnax  # lazily: importing stoix_like must not import every suite
         from gymnax.environments import spaces
@@ -92,7 +93,7 @@ class GymnaxAdapter(SuiteAdapter):
         deterministic and do not, Asterix's and the bsuite/misc envs with noise do. Traced once from shapes; a key
         that reaches any operation counts as read (nested programs included), so a doubt keeps the split."""
         if self._step_reads_key is None:
-            def shape_of(x: Any) -> jax.ShapeDtypeStruct:
+            def shape_of(x: ArrayLike) -> jax.ShapeDtypeStruct:
                 return jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
 
             key, env_state, action = jax.tree_util.tree_map(shape_of, (state.key, state.env_state, action))
@@ -103,5 +104,5 @@ class GymnaxAdapter(SuiteAdapter):
                 var is key_var for equation in program.eqns for var in equation.invars)
         return self._step_reads_key
 
-    def _observation(self, obs: Array, env_state: Any) -> Observation:
+    def _observation(self, obs: Array, env_state: EnvState) -> Observation:
         return self.flat_observation(obs, jnp.asarray(env_state.time, jnp.int32))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +26,7 @@ import numpy as np
 from stoix_like.envs.environment import DiscreteActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, Observation, PRNGKey, StepType, TimeStep
+from stoix_like.types import Array, EnvState, Observation, PRNGKey, StepType, TimeStep
 
 DEFAULT_MAX_EPISODE_STEPS = 2000
 
@@ -35,7 +35,7 @@ _NOT_IN_AGENT_VIEW = ("action_mask", "step_count")
 
 
 class JumanjiState(NamedTuple):
-    env_state: Any
+    env_state: EnvState
     step_count: Array  # int32; not every jumanji env counts steps
 
 
@@ -50,7 +50,7 @@ class JumanjiAdapter(SuiteAdapter):
     """
 
     def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
-                 **env_kwargs: Any):
+                 **env_kwargs: object):
         import jumanji  # lazily: importing stoix_like must not import jumanji
         from jumanji import specs
 
@@ -106,7 +106,7 @@ class JumanjiAdapter(SuiteAdapter):
         observation = self._observation(suite_timestep.observation, step_count)
         return JumanjiState(env_state, step_count), transition(suite_timestep.reward, terminated, truncated, observation)
 
-    def _observation(self, suite_observation: Any, step_count: Array) -> Observation:
+    def _observation(self, suite_observation: object, step_count: Array) -> Observation:
         fields = _fields(suite_observation)
         action_mask = None  # every action legal where the suite has no mask
         if "action_mask" in fields and isinstance(self._action_space, DiscreteActionSpace):
@@ -114,7 +114,7 @@ class JumanjiAdapter(SuiteAdapter):
         return self.flat_observation(self._suite_view(suite_observation), step_count, action_mask)
 
     @staticmethod
-    def _suite_view(suite_observation: Any) -> Array:
+    def _suite_view(suite_observation: object) -> Array:
         """Every field but the mask and the step count, flattened and concatenated."""
         return jnp.concatenate([
             jnp.ravel(leaf).astype(jnp.float32)
@@ -124,7 +124,7 @@ class JumanjiAdapter(SuiteAdapter):
         ])
 
 
-def _fields(observation: Any) -> dict:
+def _fields(observation: object) -> dict:
     """The named fields of a jumanji observation (a NamedTuple or a dataclass), in declaration order."""
     if hasattr(observation, "_asdict"):
         return dict(observation._asdict())

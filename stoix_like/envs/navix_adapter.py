@@ -9,21 +9,21 @@ Observations are navix's symbolic grid, (height, width, 3): flattened, or kept f
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import jax.numpy as jnp
 
 from stoix_like.envs.environment import DiscreteActionSpace, SuiteAdapter, import_suite
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, PRNGKey, TimeStep
+from stoix_like.types import Array, EnvState, PRNGKey, TimeStep
 
 DEFAULT_MAX_EPISODE_STEPS = 100  # navix.make's default
 _TRUNCATION, _TERMINATION = 1, 2  # navix.environments.environment.StepType
 
 
 class NavixState(NamedTuple):
-    suite_timestep: Any  # navix's Timestep: it holds the env state and the step count `t`
+    suite_timestep: EnvState  # navix's Timestep: it holds the env state and the step count `t`
 
 
 class NavixAdapter(SuiteAdapter):
@@ -37,7 +37,7 @@ class NavixAdapter(SuiteAdapter):
     """
 
     def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
-                 **env_kwargs: Any):
+                 **env_kwargs: object):
         navix = import_suite("navix", "navix")
         available = navix.registry()
         if name not in available:
@@ -59,5 +59,5 @@ class NavixAdapter(SuiteAdapter):
         timestep = transition(suite_timestep.reward, terminated, truncated, self._observation(suite_timestep))
         return NavixState(suite_timestep), timestep
 
-    def _observation(self, suite_timestep: Any):
+    def _observation(self, suite_timestep: EnvState):
         return self.flat_observation(suite_timestep.observation, jnp.asarray(suite_timestep.t, jnp.int32))

@@ -15,7 +15,7 @@ the game as one MDP learns to make winning moves, not to prevent the opponent's;
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -23,13 +23,13 @@ import jax.numpy as jnp
 from stoix_like.envs.environment import DiscreteActionSpace, SuiteAdapter, import_suite
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, PRNGKey, TimeStep
+from stoix_like.types import Array, EnvState, PRNGKey, TimeStep
 
 DEFAULT_MAX_EPISODE_STEPS = 1000
 
 
 class PgxState(NamedTuple):
-    game_state: Any  # pgx's State (observation, legal_action_mask, current_player, rewards, terminated, ...)
+    game_state: EnvState  # pgx's State (observation, legal_action_mask, current_player, rewards, terminated, ...)
     step_count: Array  # int32
     key: PRNGKey  # stochastic games (2048, MinAtar) take a key per step
 
@@ -45,7 +45,7 @@ class PgxAdapter(SuiteAdapter):
     """
 
     def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
-                 **env_kwargs: Any):
+                 **env_kwargs: object):
         pgx = import_suite("pgx", "pgx")
         available = pgx.available_envs()
         if name not in available:
@@ -73,6 +73,6 @@ class PgxAdapter(SuiteAdapter):
                               self._observation(game_state, step_count))
         return PgxState(game_state, step_count, key), timestep
 
-    def _observation(self, game_state: Any, step_count: Array):
+    def _observation(self, game_state: EnvState, step_count: Array):
         return self.flat_observation(game_state.observation, step_count,
                                      jnp.asarray(game_state.legal_action_mask, bool))

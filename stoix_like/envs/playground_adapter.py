@@ -9,7 +9,7 @@ is offered: the locomotion and manipulation tasks fetch model files at run time,
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -18,11 +18,11 @@ import numpy as np
 from stoix_like.envs.environment import ContinuousActionSpace, SuiteAdapter, import_suite
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, PRNGKey, TimeStep
+from stoix_like.types import Array, EnvState, PRNGKey, TimeStep
 
 
 class PlaygroundState(NamedTuple):
-    env_state: Any  # playground's State (data, obs, reward, done, metrics, info)
+    env_state: EnvState  # playground's State (data, obs, reward, done, metrics, info)
     step_count: Array  # int32
 
 
@@ -38,7 +38,7 @@ class PlaygroundAdapter(SuiteAdapter):
     """
 
     def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
-                 impl: str = "jax", **config_overrides: Any):
+                 impl: str = "jax", **config_overrides: object):
         suite = import_suite("mujoco_playground", "playground").dm_control_suite
         if name not in suite.ALL_ENVS:
             raise ConfigError(f"Unknown MuJoCo Playground dm_control-suite task {name!r}. "

@@ -15,7 +15,7 @@ horizon cuts it short as a truncation, as in every suite.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from stoix_like.envs.environment import DiscreteActionSpace, SuiteAdapter
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, Observation, PRNGKey, TimeStep
+from stoix_like.types import Array, JSONValue, Observation, PRNGKey, TimeStep
 
 
 class RepeatPreviousState(NamedTuple):
@@ -79,7 +79,7 @@ class RepeatPrevious(SuiteAdapter):
 TASKS = {"RepeatPrevious": RepeatPrevious}
 
 
-def make_task(name: str, **kwargs: Any) -> SuiteAdapter:
+def make_task(name: str, **kwargs: JSONValue) -> SuiteAdapter:
     """The factory's entry point (envs/factory.py): the task `scenario.name` names, built with `env.kwargs`."""
     if name not in TASKS:
         raise ConfigError(f"Unknown popjax task {name!r}. Available: {', '.join(sorted(TASKS))}")

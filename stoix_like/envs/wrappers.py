@@ -6,7 +6,7 @@ the same TimeStep structure but leaves resetting to the evaluator. Both are unba
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +14,8 @@ import jax.numpy as jnp
 from stoix_like.envs.environment import Environment, Wrapper
 from stoix_like.errors import ConfigError
 from stoix_like.types import Array, EnvState, Observation, PRNGKey, StepType, TimeStep
+
+T = TypeVar("T")  # a pytree, given and returned with its structure
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -277,5 +279,5 @@ def _with_next_obs(timestep: TimeStep, next_obs: Observation) -> TimeStep:
     return timestep._replace(extras={**timestep.extras, "next_obs": next_obs})
 
 
-def _select(predicate: Array, on_true: Any, on_false: Any) -> Any:
+def _select(predicate: Array, on_true: T, on_false: T) -> T:
     return jax.tree_util.tree_map(lambda x, y: jnp.where(predicate, x, y), on_true, on_false)

@@ -15,14 +15,14 @@ Observations: the agent's egocentric view, (view_size, view_size, 2) (tile, colo
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple, Optional, Sequence, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 import jax.numpy as jnp
 
 from stoix_like.envs.environment import DiscreteActionSpace, SuiteAdapter, import_suite
 from stoix_like.envs.wrappers import restart, transition
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, PRNGKey, StepType, TimeStep
+from stoix_like.types import Array, EnvState, PRNGKey, StepType, TimeStep
 
 # ruleset_goal's first word -> xminigrid's goal class: the agent picks the object up (checked on "pick up"), or
 # ends a "forward" move beside it.
@@ -30,7 +30,7 @@ GOALS = {"agent_hold": "AgentHoldGoal", "agent_near": "AgentNearGoal"}
 
 
 class XMiniGridState(NamedTuple):
-    suite_timestep: Any  # xminigrid's TimeStep (it holds the env state and its step count)
+    suite_timestep: EnvState  # xminigrid's TimeStep (it holds the env state and its step count)
 
 
 class XMiniGridAdapter(SuiteAdapter):
@@ -50,7 +50,7 @@ class XMiniGridAdapter(SuiteAdapter):
 
     def __init__(self, name: str, max_episode_steps: Optional[int] = None, observation_layout: str = "flat",
                  ruleset_goal: Optional[str] = None, ruleset_objects: Sequence[str] = (),
-                 benchmark: Optional[str] = None, ruleset_id: int = 0, **env_params: Any):
+                 benchmark: Optional[str] = None, ruleset_id: int = 0, **env_params: object):
         xminigrid = import_suite("xminigrid", "xminigrid")
         available = xminigrid.registered_environments()
         if name not in available:
@@ -81,7 +81,7 @@ class XMiniGridAdapter(SuiteAdapter):
         timestep = transition(suite_timestep.reward, terminated, last & ~terminated, self._observation(suite_timestep))
         return XMiniGridState(suite_timestep), timestep
 
-    def _observation(self, suite_timestep: Any):
+    def _observation(self, suite_timestep: EnvState):
         return self.flat_observation(suite_timestep.observation,
                                      jnp.asarray(suite_timestep.state.step_num, jnp.int32))
 

@@ -16,10 +16,10 @@ from stoix_like.runtime import host_keys, parallel
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import STANDARD_EPISODE_METRICS, VmapWrapper
 from stoix_like.runtime.threefry_lowering import unrolled_threefry
-from stoix_like.types import Observation
+from stoix_like.types import Observation, PyTree
 
 # Whatever a system's eval policy acts from, e.g. (actor params, observation statistics); it is the system's choice.
-EvalParams = Any
+EvalParams = PyTree
 # policy(eval_params, observation, key) -> env action, for a batch of observations
 FeedForwardPolicy = Callable[[EvalParams, Observation, jax.Array], jax.Array]
 
@@ -30,9 +30,9 @@ class PolicyWithMemory(NamedTuple):
     Every eval env plays exactly one episode from `initial_memory`, so the memory starts afresh with each
     episode; `act` also sees `timestep.first()` as each step's `reset`, as the learner's sequences do."""
 
-    initial_memory: Callable[[int], Any]  # number of eval envs -> their memory, one row each
+    initial_memory: Callable[[int], PyTree]  # number of eval envs -> their memory, one row each
     # act(eval_params, observation, reset, memory, key) -> (env action, memory)
-    act: Callable[[EvalParams, Observation, jax.Array, Any, jax.Array], tuple]
+    act: Callable[[EvalParams, Observation, jax.Array, PyTree, jax.Array], tuple]
 
 
 EvalPolicy = Union[FeedForwardPolicy, PolicyWithMemory]

@@ -15,7 +15,7 @@ checkpointed like everything else.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import flashbax as fbx
 import jax
@@ -25,21 +25,21 @@ from omegaconf import DictConfig
 from stoix_like.config import validation
 from stoix_like.learner.budget import Budget
 from stoix_like.errors import ConfigError
-from stoix_like.types import Array, Observation
+from stoix_like.types import Array, Observation, PyTree
 
 
 class Transition(NamedTuple):
     """One stored env step. `next_observation` is the true successor (pre-reset), so truncation bootstraps."""
 
     observation: Observation
-    action: Any  # an array of actions, or a system's pytree around them (MuZero's SearchedAction)
+    action: PyTree  # an array of actions, or a system's pytree around them (MuZero's SearchedAction)
     reward: Array
     discount: Array  # 0 only where the episode terminated
     last: Array  # the episode ended here (terminated or truncated): an n-step sum stops
     next_observation: Observation
     # the acting network's recurrent state as it entered this step, already reset where the step opens an episode
     # (a replayed sequence starts from its first step's); () for feed-forward systems
-    memory: Any = ()
+    memory: PyTree = ()
 
 
 class BatchView(NamedTuple):

@@ -12,14 +12,16 @@ else are named for what they build (off_policy.make_warmup_fn, td3.make_learn_fr
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Protocol, Tuple, runtime_checkable
+from typing import Callable, Dict, NamedTuple, Protocol, Tuple, runtime_checkable
 
 import jax
 from omegaconf import DictConfig
 
 from stoix_like.learner.budget import Budget
+from stoix_like.envs.cpu_vector_env import CpuVectorEnv
 from stoix_like.envs.environment import Environment
-from stoix_like.learner.evaluator import EvalPolicy
+from stoix_like.learner.evaluator import EvalParams, EvalPolicy
+from stoix_like.types import LearnerState, Observation, Params, PyTree, RolloutStep
 
 
 class LearnerOutput(NamedTuple):
@@ -40,18 +42,18 @@ class Learner(Protocol):
     Not yet distributed: the loop pmaps it over devices and vmaps it over seeds (stoix_like.runtime.parallel).
     """
 
-    def __call__(self, learner_state: Any, /) -> Tuple[Any, LearnerOutput]: ...
+    def __call__(self, learner_state: LearnerState, /) -> Tuple[LearnerState, LearnerOutput]: ...
 
 
 class SystemSetup(NamedTuple):
     """Everything the loop needs from a system for one seed."""
 
     learner_fn: Learner
-    learner_state: Any  # a system's learner-state NamedTuple; leaves lead with (local devices, update batch)
+    learner_state: LearnerState  # a system's learner-state NamedTuple; leaves lead with (local devices, update batch)
     eval_policy: EvalPolicy
     # one slot of the learner state -> what eval_policy needs. It only selects (no arithmetic): the loop applies it
     # to the whole state and then takes the slot (shared.eval_params_of)
-    eval_params: Callable[[Any], Any]
+    eval_params: Callable[[LearnerState], EvalParams]
 
 
 class LearnerSetup(Protocol):
@@ -65,21 +67,21 @@ class SebulbaSetup(NamedTuple):
     Anakin's `SystemSetup`, with acting and learning apart, since the envs are stepped by actor threads."""
 
     # act(actor params, normalised observation, key) -> (action to store, env action, recorded extras), one batch
-    act: Callable[[Any, Any, jax.Array], Tuple[jax.Array, jax.Array, Any]]
+    act: Callable[[Params, Observation, jax.Array], Tuple[jax.Array, jax.Array, PyTree]]
     # learn_step(one learner slot, time-major RolloutStep) -> (slot, train metrics): one update; parallel.py
     # distributes it over the learner devices with the double pmean
-    learn_step: Callable[[Any, Any], Tuple[Any, Dict[str, jax.Array]]]
-    learner_state: Any  # leaves lead with (learner devices, 1)
-    actor_params: Callable[[Any], Any]  # one slot -> (params acted with, observation statistics)
+    learn_step: Callable[[LearnerState, RolloutStep], Tuple[LearnerState, Dict[str, jax.Array]]]
+    learner_state: LearnerState  # leaves lead with (learner devices, 1)
+    actor_params: Callable[[LearnerState], PyTree]  # one slot -> (params acted with, observation statistics)
     eval_policy: EvalPolicy
-    eval_params: Callable[[Any], Any]
+    eval_params: Callable[[LearnerState], EvalParams]
 
 
 class SebulbaLearnerSetup(Protocol):
     """Builds a system's networks, optimisers and learner for CPU envs described by `envs` (their action space
     and observation shape); runs no learning."""
 
-    def __call__(self, envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int,
+    def __call__(self, envs: CpuVectorEnv, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int,
                  /) -> SebulbaSetup: ...
 
 
@@ -88,4 +90,4 @@ class System(Protocol):
     """What a system module (stoix_like.systems.<module>) supplies."""
 
     learner_setup: LearnerSetup
-    run_experiment: Callable[[Any], float]
+    run_experiment: Callable[[DictConfig], float]

@@ -9,9 +9,10 @@ the summed losses reaches the torso from both heads, and the actor's optimiser s
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple, Union
 
-from stoix_like.types import ActorCriticParams, Array, Observation
+from stoix_like.networks.distributions import MaskedCategorical, TanhGaussian
+from stoix_like.types import ActorCriticParams, Array, Observation, Params
 
 # the flax submodule name FeedForwardActor and FeedForwardCritic both give their torso
 TORSO = "torso"
@@ -20,7 +21,7 @@ TORSO = "torso"
 class PolicyAndValue(NamedTuple):
     """The policy's distribution and the state value, each read from the whole (actor, critic) params pair."""
 
-    policy: Callable[[ActorCriticParams, Observation], Any]
+    policy: Callable[[ActorCriticParams, Observation], Union[MaskedCategorical, TanhGaussian]]
     value: Callable[[ActorCriticParams, Observation], Array]
 
 
@@ -30,7 +31,7 @@ def separate_networks(actor_apply: Callable, critic_apply: Callable) -> PolicyAn
                           value=lambda params, observation: critic_apply(params.critic, observation))
 
 
-def drop_torso(critic_params: Any) -> Any:
+def drop_torso(critic_params: Params) -> Params:
     """A critic's initial params without its torso, which it will read from the actor's params instead."""
     return {"params": {name: leaf for name, leaf in critic_params["params"].items() if name != TORSO}}
 

@@ -18,7 +18,7 @@ from stoix_like.networks.muzero import MuZeroNetwork
 from stoix_like.networks.recurrent import RecurrentActor, RecurrentCritic, RecurrentQNetwork
 
 
-def instantiate(node: DictConfig, **kwargs: Any) -> Any:
+def instantiate(node: DictConfig, **kwargs: object) -> Any:  # whatever the node's `_target_` builds
     # `_convert_="all"` hands flax modules plain lists/dicts rather than OmegaConf containers
     return hydra.utils.instantiate(node, _convert_="all", **kwargs)
 

@@ -17,7 +17,7 @@ the first predictions are the support's middle, 0, rather than noise the first t
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Optional, Tuple, Union
 
 import flax.linen as nn
 import jax
@@ -61,7 +61,7 @@ class MuZeroNetwork(nn.Module):
         features = self.dynamics_torso(jnp.concatenate([latent, action.astype(latent.dtype)], axis=-1))
         return min_max_normalize(self.dynamics_out(features)), self.reward_head(features)
 
-    def predict(self, latent: jax.Array) -> Tuple[Any, jax.Array]:
+    def predict(self, latent: jax.Array) -> Tuple[Union[jax.Array, Tuple[jax.Array, jax.Array]], jax.Array]:
         """The policy (`[..., A]` logits, or a tanh-Gaussian's `(loc, scale)`, each `[..., D]`) and value logits."""
         features = self.prediction_torso(latent)
         if self.continuous_policy_head is None:

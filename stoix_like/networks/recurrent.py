@@ -12,19 +12,19 @@ steps flattened time-major, `(T · B, features)`: the distributions and losses a
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Tuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from stoix_like.types import Observation, TimeStep
+from stoix_like.types import Observation, PyTree, TimeStep
 
 # The cells behind one interface, by the name `network.*.recurrent_core.cell` gives (config_spec.RECURRENT_CELLS).
 CELLS = {"lstm": nn.OptimizedLSTMCell, "gru": nn.GRUCell}
 
-Hidden = Any  # an LSTM's (c, h) or a GRU's h, each leaf `(B, hidden_size)`
+Hidden = PyTree  # an LSTM's (c, h) or a GRU's h, each leaf `(B, hidden_size)`
 
 
 def initial_hidden(cell: str, hidden_size: int, batch_size: int, on_host: bool = False) -> Hidden:
@@ -55,7 +55,7 @@ class _ResettingCell(nn.Module):
     emit_hidden: bool = False
 
     @nn.compact
-    def __call__(self, hidden: Hidden, step: Tuple[jax.Array, jax.Array]) -> Tuple[Hidden, Any]:
+    def __call__(self, hidden: Hidden, step: Tuple[jax.Array, jax.Array]) -> Tuple[Hidden, PyTree]:
         features, reset = step
         hidden, output = CELLS[self.cell](features=self.hidden_size)(reset_where(reset, hidden), features)
         return hidden, ((output, hidden) if self.emit_hidden else output)
@@ -69,7 +69,7 @@ class RecurrentCore(nn.Module):
 
     @nn.compact
     def __call__(self, hidden: Hidden, inputs: Tuple[jax.Array, jax.Array], emit_hidden: bool = False
-                 ) -> Tuple[Hidden, Any]:
+                 ) -> Tuple[Hidden, PyTree]:
         """With `emit_hidden` the outputs are `((T, B, H), hidden after each step, leaves (T, B, hidden_size))`."""
         if self.cell not in CELLS:
             raise ValueError(f"unknown recurrent cell {self.cell!r}; choose one of {sorted(CELLS)}")

@@ -13,15 +13,18 @@ and narrowed back.
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, NamedTuple, Tuple, TypeVar
+from typing import Callable, List, NamedTuple, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from stoix_like.types import PyTree
+
 WORD = jnp.uint32
 Carry = TypeVar("Carry")
+Record = TypeVar("Record")  # a step's record; the stacked records have its structure, with a leading axis
 
 
 class LeafLayout(NamedTuple):
@@ -34,7 +37,7 @@ class LeafLayout(NamedTuple):
 class WordLayout(NamedTuple):
     """Where each leaf of a packed tree lies in its word vector, and how to rebuild it."""
 
-    treedef: Any
+    treedef: jax.tree_util.PyTreeDef
     leaves: Tuple[LeafLayout, ...]
 
     @property
@@ -84,7 +87,7 @@ def _from_words(words: jax.Array, leaf: LeafLayout) -> jax.Array:
     return words.astype(dtype)
 
 
-def pack(tree: Any) -> Tuple[jax.Array, WordLayout]:
+def pack(tree: PyTree) -> Tuple[jax.Array, WordLayout]:
     """Every leaf of `tree`, flattened and reinterpreted as uint32 words, in one vector; and its layout."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     words, layouts, offset = [], [], 0
@@ -98,7 +101,7 @@ def pack(tree: Any) -> Tuple[jax.Array, WordLayout]:
     return packed, WordLayout(treedef, tuple(layouts))
 
 
-def unpack(packed: jax.Array, layout: WordLayout) -> Any:
+def unpack(packed: jax.Array, layout: WordLayout) -> PyTree:
     """The tree `pack` took apart, from `packed` of shape (..., layout.num_words): every leaf gains the leading
     axes (a loop's stacked records unpack into stacked leaves)."""
     if packed.shape[-1] != layout.num_words:
@@ -107,8 +110,8 @@ def unpack(packed: jax.Array, layout: WordLayout) -> Any:
     return jax.tree_util.tree_unflatten(layout.treedef, leaves)
 
 
-def scan_records(step: Callable[[Carry], Tuple[Carry, Any]], carry: Carry, length: int, unroll: int = 1
-                 ) -> Tuple[Carry, Any]:
+def scan_records(step: Callable[[Carry], Tuple[Carry, Record]], carry: Carry, length: int, unroll: int = 1
+                 ) -> Tuple[Carry, Record]:
     """`lax.scan` of `step(carry) -> (carry, record)` over `length` steps, returning the records stacked leaf by
     leaf as `lax.scan` would, but written packed: one write per step, not one per leaf."""
     layouts: List[WordLayout] = []  # filled when the loop's body is traced

@@ -16,13 +16,14 @@ import glob
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from omegaconf import OmegaConf
 
 from stoix_like.run import run_record
 from stoix_like.errors import ConfigError
+from stoix_like.types import JSONValue
 
 METRICS_FILE = "metrics.json"
 RETURN = "episode_return"
@@ -64,8 +65,8 @@ class RunLog:
     suite: str
     task: str
     seeds: List[SeedLog]
-    record: Optional[Dict[str, Any]]  # run.json, when the run wrote one
-    config: Dict[str, Any] = field(default_factory=dict)  # its config, flattened: {"system.actor_lr": 3e-4, ...}
+    record: Optional[Dict[str, JSONValue]]  # run.json, when the run wrote one
+    config: Dict[str, JSONValue] = field(default_factory=dict)  # its config, flattened: {"system.actor_lr": 3e-4, ...}
 
     @property
     def env(self) -> str:
@@ -197,7 +198,7 @@ def read_metrics(metrics_path: str) -> Iterator[RunLog]:
                                  record, config)
 
 
-def _seed_log(key: str, entries: Dict[str, Any]) -> Optional[SeedLog]:
+def _seed_log(key: str, entries: Dict[str, JSONValue]) -> Optional[SeedLog]:
     """A seed's evaluations in step order; None for a seed with none logged yet."""
     steps = sorted((int(name.split("_")[1]), entry) for name, entry in entries.items() if name.startswith("step_"))
     if not key.startswith("seed_") or not steps:
@@ -211,9 +212,9 @@ def _seed_log(key: str, entries: Dict[str, Any]) -> Optional[SeedLog]:
                    final_params_return=float(np.mean(final)) if final else None)
 
 
-def flatten(tree: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
+def flatten(tree: Dict[str, JSONValue], prefix: str = "") -> Dict[str, JSONValue]:
     """{"system": {"actor_lr": 1e-3}} -> {"system.actor_lr": 1e-3}; lists become tuples (comparable, hashable)."""
-    flat: Dict[str, Any] = {}
+    flat: Dict[str, JSONValue] = {}
     for name, value in tree.items():
         if isinstance(value, dict):
             flat.update(flatten(value, f"{prefix}{name}."))
@@ -264,7 +265,7 @@ def _pool(label: str, runs: List[RunLog]) -> Group:
     return Group(label, first.algorithm, first.suite, first.task, [seeds[seed] for seed in sorted(seeds)], used, notes)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     return "null" if value is None else str(list(value) if isinstance(value, tuple) else value)
 
 

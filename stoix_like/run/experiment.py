@@ -13,7 +13,7 @@ import concurrent.futures
 import dataclasses
 import math
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import jax
 import numpy as np
@@ -33,6 +33,7 @@ from stoix_like.run.logging import Logger, format_duration
 from stoix_like.run.shared import Evaluate, RunResult, end_of_run_returns, eval_params_of, run_dir_of
 from stoix_like.learner.system_contract import (LearnerOutput, LearnerSetup, SebulbaLearnerSetup,
                                         SystemSetup)
+from stoix_like.types import HostTree, LearnerState
 
 def seeds_of(config: DictConfig) -> List[int]:
     """Seed k of an N-seed run is `arch.seed + k`: the same keys and initial state as the run `arch.seed=<that>`."""
@@ -205,7 +206,7 @@ class Prepared(NamedTuple):
     """What setup gives the rest of the run."""
 
     system: SystemSetup  # the first seed's: its learner, eval policy and eval params reader serve every seed
-    fresh_state: Any  # every seed's fresh learner state, side by side (`parallel.stack_seeds`)
+    fresh_state: LearnerState  # every seed's fresh learner state, side by side (`parallel.stack_seeds`)
     eval_keys: np.ndarray  # (num_seeds, 2): each seed's first eval key
 
 
@@ -221,7 +222,7 @@ def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config:
 
 
 def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: budget_lib.Budget, logger: Logger,
-           fresh_eval_params: Any) -> Tuple[Any, checkpointing.Progress]:
+           fresh_eval_params: HostTree) -> Tuple[LearnerState, checkpointing.Progress]:
     """The learner state and progress to start from: resumed, with loaded params, or fresh. `fresh_eval_params`:
     the first seed's, the template a saved run's params load into."""
     num_seeds = len(prepared.eval_keys)
@@ -235,8 +236,8 @@ def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: b
     return learner_state, progress
 
 
-def compile_programs(system: SystemSetup, example_state: Any, num_seeds: int, evaluator: Evaluator,
-                     example_eval_params: Any, seed_loop: str = "vmap") -> Tuple[Callable, float]:
+def compile_programs(system: SystemSetup, example_state: LearnerState, num_seeds: int, evaluator: Evaluator,
+                     example_eval_params: HostTree, seed_loop: str = "vmap") -> Tuple[Callable, float]:
     """(the distributed learner, its compile seconds), with the evaluator compiled beside it on a second thread.
     XLA compiles without holding the GIL and a compilation runs on one core, so on a machine with two or more
     the evaluator's compilation (2-3 s for PPO on CartPole) mostly hides behind the learner's."""
@@ -251,7 +252,7 @@ def compile_programs(system: SystemSetup, example_state: Any, num_seeds: int, ev
     return learner
 
 
-def compile_learner(system: SystemSetup, example_state: Any, num_seeds: int, seed_loop: str = "vmap"
+def compile_learner(system: SystemSetup, example_state: LearnerState, num_seeds: int, seed_loop: str = "vmap"
                     ) -> Tuple[Callable, float]:
     """(the distributed learner, compile seconds). Compiled for the fresh state's types, so that a resumed run
     runs the very program an uninterrupted one does. `seed_loop`: arch.seed_loop (parallel.seeds_in_sequence)."""
@@ -261,12 +262,12 @@ def compile_learner(system: SystemSetup, example_state: Any, num_seeds: int, see
 
 
 class Learned(NamedTuple):
-    learner_state: Any
+    learner_state: LearnerState
     outputs: LearnerOutput  # the learner's outputs, this process's part as numpy
     seconds: float  # the learn call alone: what throughput is measured on
 
 
-def learn_once(learn: Callable, learner_state: Any) -> Learned:
+def learn_once(learn: Callable, learner_state: LearnerState) -> Learned:
     """One learn call: the updates between two evaluations, timed until the new state is ready."""
     start = time.perf_counter()
     learner_state, outputs = learn(learner_state)
@@ -282,7 +283,7 @@ def as_stage(evaluator: Evaluate) -> Evaluate:
     """The evaluator as a stage every process enters (the pmapped evaluator runs one program over every
     process's devices)."""
 
-    def evaluate(eval_params: Any, key: jax.Array) -> Dict[str, np.ndarray]:
+    def evaluate(eval_params: HostTree, key: jax.Array) -> Dict[str, np.ndarray]:
         with parallel.collective_stage("evaluation"):
             return evaluator(eval_params, key)
 
@@ -309,7 +310,7 @@ class Evaluated(NamedTuple):
     """One evaluation of every seed."""
 
     eval_returns: List[float]
-    eval_params: List[Any]  # per seed: the params just evaluated
+    eval_params: List[HostTree]  # per seed: the params just evaluated
 
 
 def log_training(loop: Loop, learned: Learned, progress: checkpointing.Progress, call: int, eta: float
@@ -352,7 +353,7 @@ def evaluate_seeds(loop: Loop, learned: Learned, progress: checkpointing.Progres
     return progress, Evaluated(eval_returns, eval_params_now)
 
 
-def save_checkpoint(loop: Loop, checkpoints: checkpointing.Checkpoints, learner_state: Any,
+def save_checkpoint(loop: Loop, checkpoints: checkpointing.Checkpoints, learner_state: LearnerState,
                     progress: checkpointing.Progress, evaluated: Evaluated) -> None:
     """Save after an evaluation (every process: the gather is a collective); logs where it went."""
     saved = checkpoints.save(learner_state, progress, evaluated.eval_params, float(np.mean(evaluated.eval_returns)))

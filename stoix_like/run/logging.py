@@ -12,8 +12,9 @@ import json
 import math
 import os
 import sys
+import types
 import warnings
-from typing import IO, Any, Dict, List, Literal, Mapping, Optional, Protocol, Sequence, Tuple, get_args
+from typing import IO, Dict, List, Literal, Mapping, Optional, Protocol, Sequence, Tuple, get_args
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -21,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from stoix_like.runtime import parallel
 from stoix_like.run import run_record
 from stoix_like.errors import ConfigError
+from stoix_like.types import JSONValue
 
 NeptuneMode = Literal["async", "sync", "offline", "debug", "read-only"]
 NEPTUNE_MODES: Tuple[NeptuneMode, ...] = get_args(NeptuneMode)
@@ -45,7 +47,7 @@ def format_duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else (f"{minutes}m{secs:02d}s" if minutes else f"{secs}s")
 
 
-def plain_config(config: DictConfig) -> Any:
+def plain_config(config: DictConfig) -> JSONValue:
     """The config as plain containers, interpolations resolved where they can be outside Hydra."""
     try:
         return OmegaConf.to_container(config, resolve=True)
@@ -109,12 +111,12 @@ class JsonLogger:
 
     def __init__(self, path: str, env_name: str, task_name: str, algorithm: str, seeds: Sequence[int]):
         self.path = path
-        self._data: Dict[str, Any] = {env_name: {task_name: {algorithm: {f"seed_{seed}": {} for seed in seeds}}}}
+        self._data: Dict[str, JSONValue] = {env_name: {task_name: {algorithm: {f"seed_{seed}": {} for seed in seeds}}}}
         self._runs = self._data[env_name][task_name][algorithm]
 
     def evaluation(self, step: int, per_episode: Mapping[str, np.ndarray], extra: Mapping[str, float],
                    seed: int) -> None:
-        entry: Dict[str, Any] = {"step_count": int(step)}
+        entry: Dict[str, JSONValue] = {"step_count": int(step)}
         entry.update({name: np.asarray(values, np.float64).tolist() for name, values in per_episode.items()})
         entry.update({name: [float(value)] for name, value in extra.items()})
         run = self._runs[f"seed_{seed}"]
@@ -128,10 +130,10 @@ class JsonLogger:
         metrics.update({f"{prefix}{name}": np.asarray(v, np.float64).tolist() for name, v in per_episode.items()})
         self._flush()
 
-    def state(self) -> Dict[str, Any]:
+    def state(self) -> Dict[str, JSONValue]:
         return self._data
 
-    def restore(self, data: Dict[str, Any]) -> None:
+    def restore(self, data: Dict[str, JSONValue]) -> None:
         """Continue a resumed run's log: the entries written before its last checkpoint come first."""
         for env_name, tasks in data.items():
             for task_name, algorithms in tasks.items():
@@ -153,7 +155,7 @@ class JsonLogger:
 class RunRecordLogger:
     """`<run dir>/run.json` (stoix_like/run/run_record.py): written as the run starts, then with its timings."""
 
-    def __init__(self, run_dir: str, record: Dict[str, Any]):
+    def __init__(self, run_dir: str, record: Dict[str, object]):
         self.run_dir = run_dir
         self._record = record
 
@@ -273,7 +275,7 @@ class WandbLogger:
         self._run.finish()
 
 
-def import_wandb() -> Any:
+def import_wandb() -> types.ModuleType:
     """The wandb module, or a one-line ConfigError naming the extra that installs it."""
     try:
         import wandb
@@ -331,7 +333,7 @@ class Logger:
         """The run is done: its record gets its timings."""
         self._call(self.record, "finish", timings, resumed)
 
-    def _call(self, sink: Optional[object], method: str, *args: Any) -> None:
+    def _call(self, sink: Optional[object], method: str, *args: object) -> None:
         if not self.enabled or sink is None or id(sink) in self._failed:
             return
         try:
@@ -374,10 +376,10 @@ class Logger:
             self._call(sink, "scalars", self._prefix(label, seed), step, scalars)
         return stats
 
-    def json_state(self) -> Optional[Dict[str, Any]]:
+    def json_state(self) -> Optional[Dict[str, JSONValue]]:
         return self.json.state() if self.json is not None else None
 
-    def restore_json(self, state: Optional[Dict[str, Any]]) -> None:
+    def restore_json(self, state: Optional[Dict[str, JSONValue]]) -> None:
         if state:
             self._call(self.json, "restore", state)
 

@@ -12,7 +12,9 @@ import json
 import os
 import platform
 import time
-from typing import Any, Dict, NamedTuple, Optional, Sequence
+from typing import Dict, Mapping, NamedTuple, Optional, Sequence
+
+from stoix_like.config.spec import ConfigValue
 
 FILE_NAME = "run.json"
 FORMAT_VERSION = 1
@@ -25,7 +27,7 @@ class Timings(NamedTuple):
     learned_steps: int  # env steps those learn calls took, all seeds together
 
 
-def task_name(env_config: Any) -> str:
+def task_name(env_config: ConfigValue) -> str:
     """The task a run is logged and reported under: the suite's scenario name, and which observation entries the
     agent sees where `env.observed_indices` hides some (`CartPole-v1[observed 0,2]` is another task than
     `CartPole-v1`, and its runs must not be pooled with CartPole's in a report)."""
@@ -36,7 +38,7 @@ def task_name(env_config: Any) -> str:
     return f"{name}[observed {','.join(str(int(index)) for index in observed)}]"
 
 
-def machine() -> Dict[str, Any]:
+def machine() -> Dict[str, object]:
     """What the run's wall times were measured on: a table built from logs names the machines that ran them,
     not the machine that happens to rebuild it."""
     processor = platform.processor() or platform.machine()
@@ -50,7 +52,7 @@ def machine() -> Dict[str, Any]:
 
 
 def started(algorithm: str, suite: str, task: str, seeds: Sequence[int], total_timesteps: int,
-            config: Any) -> Dict[str, Any]:
+            config: ConfigValue) -> Dict[str, object]:
     """The record of a run that has just started; `config` is the composed config as plain containers."""
     return {"format": FORMAT_VERSION, "algorithm": algorithm, "suite": suite, "task": task,
             "seeds": [int(seed) for seed in seeds], "total_timesteps": int(total_timesteps),
@@ -58,12 +60,12 @@ def started(algorithm: str, suite: str, task: str, seeds: Sequence[int], total_t
             "config": config}
 
 
-def finished(record: Dict[str, Any], timings: Timings, resumed: bool) -> Dict[str, Any]:
+def finished(record: Mapping[str, object], timings: Timings, resumed: bool) -> Dict[str, object]:
     """The record once the run is done: its timings (since resuming, when `resumed`)."""
     return {**record, "status": "done", "resumed": resumed, **timings._asdict()}
 
 
-def write(run_dir: str, record: Dict[str, Any]) -> None:
+def write(run_dir: str, record: Mapping[str, object]) -> None:
     os.makedirs(run_dir, exist_ok=True)
     path = os.path.join(run_dir, FILE_NAME)
     with open(path + ".tmp", "w") as file:
@@ -71,7 +73,7 @@ def write(run_dir: str, record: Dict[str, Any]) -> None:
     os.replace(path + ".tmp", path)  # a reader never sees a half-written record
 
 
-def read(run_dir: str) -> Optional[Dict[str, Any]]:
+def read(run_dir: str) -> Optional[Dict[str, ConfigValue]]:
     """The run's record, or None for a run that wrote none (logs from before run.json, or from elsewhere)."""
     path = os.path.join(run_dir, FILE_NAME)
     if not os.path.exists(path):

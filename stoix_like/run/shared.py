@@ -5,7 +5,7 @@ params' absolute metric beside the final params' return)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Sequence, Tuple, Union
 
 import jax
 import numpy as np
@@ -15,8 +15,9 @@ from stoix_like.learner.system_contract import SebulbaSetup, SystemSetup
 from stoix_like.run.checkpointing import Progress
 from stoix_like.run.logging import Logger
 from stoix_like.runtime import host_keys, parallel
+from stoix_like.types import HostTree, LearnerState
 
-Evaluate = Callable[[Any, jax.Array], Dict[str, np.ndarray]]  # (eval params, key) -> per-episode statistics
+Evaluate = Callable[[HostTree, jax.Array], Dict[str, np.ndarray]]  # (eval params, key) -> per-episode statistics
 
 
 # The multiple of evaluation episodes used for the end-of-run evaluations: the best params (the absolute metric) and
@@ -30,7 +31,7 @@ class RunResult(NamedTuple):
     best_returns: List[float]  # per seed: the best eval return, whose params the absolute metric evaluated
     final_returns: List[float]  # per seed: the final params (what a user keeps) over the absolute metric's episodes
     steps_done: int  # env steps of each seed, warm-up included: always the budget
-    learner_state: Any  # the final learner state on this process's devices
+    learner_state: LearnerState  # the final learner state on this process's devices
     compile_seconds: float
     learn_seconds: float  # in learn calls only: no evaluation, logging or checkpointing
     learned_steps: int  # env steps those learn calls took, all seeds together (since resuming, if resumed)
@@ -46,8 +47,8 @@ def run_dir_of(config: DictConfig) -> str:
         return os.path.abspath(str(config.logger.base_exp_path))
 
 
-def eval_params_of(system: Union[SystemSetup, SebulbaSetup], learner_state: Any, seed_index: int = 0,
-                   num_seeds: int = 1) -> Any:
+def eval_params_of(system: Union[SystemSetup, SebulbaSetup], learner_state: LearnerState, seed_index: int = 0,
+                   num_seeds: int = 1) -> HostTree:
     """What one seed's eval policy needs, as numpy: this process's own first slot, never a program across
     processes (see parallel.py, "one order"). `eval_params` only selects (system_contract), so it is applied to
     the whole state first, and what it selects (small: a policy's params) is copied to the host and sliced there:
@@ -56,7 +57,7 @@ def eval_params_of(system: Union[SystemSetup, SebulbaSetup], learner_state: Any,
 
 
 def end_of_run_returns(evaluate: Evaluate, logger: Logger, seeds: Sequence[int], progress: Progress,
-                       final_params: Sequence[Any]) -> Tuple[List[float], List[float]]:
+                       final_params: Sequence[HostTree]) -> Tuple[List[float], List[float]]:
     """Per seed, (absolute, final) mean returns over 10× the evaluation episodes, run as repeated calls of the
     compiled evaluator (no second compilation). The absolute metric judges each seed's best params; the final
     return judges the params training ended with, which are what a user keeps: a best-of-N alone flatters a
@@ -77,13 +78,13 @@ def end_of_run_returns(evaluate: Evaluate, logger: Logger, seeds: Sequence[int],
     return absolute_returns, final_returns
 
 
-def _episodes(evaluate: Evaluate, params: Any, keys: np.ndarray) -> Dict[str, np.ndarray]:
+def _episodes(evaluate: Evaluate, params: HostTree, keys: np.ndarray) -> Dict[str, np.ndarray]:
     """Every key's evaluation episodes, one after another."""
     rounds = [evaluate(params, key) for key in keys]
     return {name: np.concatenate([r[name] for r in rounds]) for name in rounds[0]}
 
 
-def _same_params(first: Any, second: Any) -> bool:
+def _same_params(first: HostTree, second: HostTree) -> bool:
     """Whether two host copies of eval params hold the same numbers (the same tree, leaf for leaf)."""
     try:
         equal = jax.tree_util.tree_map(lambda a, b: np.array_equal(np.asarray(a), np.asarray(b)), first, second)

@@ -37,15 +37,25 @@ import os
 import pathlib
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, Hashable, Iterator, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, Iterator, Optional, ParamSpec, Protocol, Tuple, TypeVar
 
 import jax
 from jax._src import compilation_cache as jax_compilation_cache  # reset_cache: no public equivalent in jax 0.10
 
 from stoix_like.runtime.threefry_lowering import unrolled_threefry
+from stoix_like.types import Params, PyTree
 
 _private_directory: str | None = None
 _jitted_by_key: Dict[Hashable, Callable] = {}
+
+P = ParamSpec("P")  # a program's arguments
+R = TypeVar("R")  # and what it returns: jitting changes neither
+
+
+class FlaxModule(Protocol):
+    """What `jitted_inits` needs of a flax module (flax.linen.Module has it)."""
+
+    def init(self, rngs: jax.Array, /, *args: PyTree) -> Params: ...
 
 # The user cache's bound: PPO's CartPole run writes ~2 MB, a brax learner tens of MB, so this holds hundreds of
 # configurations before the least recently used ones go.
@@ -117,21 +127,21 @@ def _use_private_cache(enabled: bool) -> None:
 SETUP_COMPILER_OPTIONS = {"xla_llvm_disable_expensive_passes": True}
 
 
-def jit_setup_program(fn: Callable, **jit_kwargs: Any) -> Callable:
+def jit_setup_program(fn: Callable[P, R], **jit_kwargs: Any) -> Callable[P, R]:
     """`jax.jit` for a program that runs once per seed at setup (see SETUP_COMPILER_OPTIONS), its random bits
     hashed by straight-line Threefry code: the same bits, compiled in a third of the time of jax's loop on CPU
     (threefry_lowering.py). A program is lowered at its first call, so every call is made inside the switch."""
     jitted = jax.jit(fn, compiler_options=SETUP_COMPILER_OPTIONS, **jit_kwargs)
 
     @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
         with unrolled_threefry():
             return jitted(*args, **kwargs)
 
     return run
 
 
-def jit_once(key: Hashable, fn: Callable) -> Callable:
+def jit_once(key: Hashable, fn: Callable[P, R]) -> Callable[P, R]:
     """`jit_setup_program(fn)` the first time `key` is seen in this process, and that same jitted function ever
     after.
 
@@ -143,14 +153,14 @@ def jit_once(key: Hashable, fn: Callable) -> Callable:
     return _jitted_by_key[key]
 
 
-def jitted_init(module: Any) -> Callable:
+def jitted_init(module: FlaxModule) -> Callable:
     """`module.init`, jitted once per process for every flax module of this configuration (`jitted_inits` of
     one module)."""
     inits = jitted_inits(module)
     return lambda key, *inputs: inits((key,), *inputs)[0]
 
 
-def jitted_inits(*modules: Any) -> Callable:
+def jitted_inits(*modules: FlaxModule) -> Callable:
     """`(keys, *inputs, own_inputs=None) -> (modules[0].init(keys[0], *own_inputs[0], *inputs), ...)`: several
     modules' inits (an actor's and a critic's) as one program, compiled once per process. One compilation instead of
     one per module: ~0.7 s less per module on 2 cores, for the same numbers. `own_inputs`, one tuple per module,
@@ -160,8 +170,8 @@ def jitted_inits(*modules: Any) -> Callable:
     modules included) are the key; the input shapes are jit's own cache key.
     """
 
-    def init(keys: Tuple[jax.Array, ...], *inputs: Any, own_inputs: Optional[Tuple[Tuple[Any, ...], ...]] = None
-             ) -> Tuple[Any, ...]:
+    def init(keys: Tuple[jax.Array, ...], *inputs: PyTree, own_inputs: Optional[Tuple[Tuple[PyTree, ...], ...]] = None
+             ) -> Tuple[Params, ...]:
         own = ((),) * len(modules) if own_inputs is None else own_inputs
         return tuple(module.init(key, *module_inputs, *inputs)
                      for module, key, module_inputs in zip(modules, keys, own, strict=True))

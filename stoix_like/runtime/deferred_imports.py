@@ -13,6 +13,7 @@ Not `importlib.util.LazyLoader`: on Python 3.11 an `import` statement that finds
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 import types
@@ -26,7 +27,7 @@ class DeferredModule(types.ModuleType):
     """Stands in for a module not imported yet: its first attribute read imports it, in its place in `sys.modules`
     (later imports get the real module) and forwards there from then on (for whoever kept the stand-in)."""
 
-    def __init__(self, name: str, spec: Any) -> None:
+    def __init__(self, name: str, spec: importlib.machinery.ModuleSpec) -> None:
         super().__init__(name)
         self.__spec__ = spec  # what an `import` of it reads: found, and not being initialised
         self._real_module: types.ModuleType | None = None

@@ -11,12 +11,16 @@ functions defer to jax. tests/test_start_up.py checks the bits against jax's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 import jax
 import numpy as np
 
 from stoix_like.runtime.threefry_lowering import threefry2x32_on_host
+
+# a key as jax.random makes it, or its raw uint32 bits as numpy (what these functions give where jax's defaults
+# hold). Results stay untyped: callers use one as either, and the numpy form goes wherever jax takes a key.
+Key = Union[jax.Array, np.ndarray]
 
 _INT32_RANGE = (-(2 ** 31), 2 ** 31)
 
@@ -35,7 +39,7 @@ def seed_key(seed: int) -> Any:
     return np.array([0, int(seed) & 0xFFFFFFFF], np.uint32)
 
 
-def split(key: Any, num: int = 2) -> Any:
+def split(key: Key, num: int = 2) -> Any:
     """`jax.random.split(key, num)` of a raw uint32[2] key: `num` keys, shape (num, 2), as numpy. Unpacking them
     (`a, b = split(key)`) runs nothing either."""
     if not _jax_default_threefry() or jax.dtypes.issubdtype(getattr(key, "dtype", np.uint32), jax.dtypes.prng_key):
@@ -49,7 +53,7 @@ def split(key: Any, num: int = 2) -> Any:
     return np.stack([bits_high, bits_low], axis=-1)
 
 
-def fold_in(key: Any, data: int) -> Any:
+def fold_in(key: Key, data: int) -> Any:
     """`jax.random.fold_in(key, data)` of a raw uint32[2] key and a 32-bit integer, as numpy: the hash of the counts
     (0, data), jax's seed of a 32-bit integer."""
     if not _jax_default_threefry() or jax.dtypes.issubdtype(getattr(key, "dtype", np.uint32), jax.dtypes.prng_key):

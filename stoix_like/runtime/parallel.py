@@ -32,19 +32,24 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Iterator, Sequence, Tuple
+from typing import Callable, Iterator, Protocol, Sequence, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
+from omegaconf import DictConfig
 
 from stoix_like.runtime import host_keys
 from stoix_like.errors import ConfigError
 from stoix_like.runtime.threefry_lowering import unrolled_threefry
+from stoix_like.types import EnvState, HostTree, LearnerState, PyTree, TimeStep
 
 DEVICE_AXIS = "device"
 BATCH_AXIS = "batch"
+
+# a pytree handed back with its structure and the kind of its leaves unchanged
+T = TypeVar("T")
 
 # arch defaults (config/arch/anakin.yaml); a config without the keys gets these
 DEFAULT_INIT_TIMEOUT_SECONDS = 300
@@ -64,7 +69,7 @@ def multihost_environment() -> str | None:
     return None
 
 
-def maybe_initialize_distributed(arch: Any) -> None:
+def maybe_initialize_distributed(arch: DictConfig) -> None:
     """Start `jax.distributed` when `arch.multihost` asks for it or a multi-process launch is detected.
 
     Must run before any other jax call touches the devices. With `arch.coordinator_address` the processes
@@ -101,7 +106,7 @@ def maybe_initialize_distributed(arch: Any) -> None:
                                    heartbeat_timeout_seconds=heartbeat_timeout_seconds)
 
 
-def _seconds_or_default(arch: Any, name: str, default: int) -> float:
+def _seconds_or_default(arch: DictConfig, name: str, default: int) -> float:
     """A timeout's seconds; null means our default. Its range was checked with the rest of the config
     (config_schema.validate runs before this)."""
     value = arch.get(name)
@@ -234,7 +239,7 @@ def is_main_process() -> bool:
 _tracing_unbatched = threading.local()
 
 
-def _over_batch(collective: Callable[..., Any], tree: Any) -> Any:
+def _over_batch(collective: Callable[..., PyTree], tree: T) -> T:
     if getattr(_tracing_unbatched, "active", False):
         return tree
     return collective(tree, axis_name=BATCH_AXIS)
@@ -250,7 +255,7 @@ def _unbatched_trace() -> Iterator[None]:
         _tracing_unbatched.active = previous
 
 
-def _over_devices(collective: Callable[..., Any], tree: Any) -> Any:
+def _over_devices(collective: Callable[..., PyTree], tree: T) -> T:
     # Over one device the mean and the sum are that device's value, yet XLA keeps the all-reduce: on the CPU
     # it is a rendezvous per gradient step, with a thread hand-off when the pool has several threads. The size
     # is static inside pmap and counts every process's devices, so a multi-host run still reduces.
@@ -259,16 +264,17 @@ def _over_devices(collective: Callable[..., Any], tree: Any) -> Any:
     return collective(tree, axis_name=DEVICE_AXIS)
 
 
-def pmean_batch_then_device(tree: Any) -> Any:
+def pmean_batch_then_device(tree: T) -> T:
     """Average over the update batch, then over devices: every replica ends with the same value."""
     return _over_devices(jax.lax.pmean, _over_batch(jax.lax.pmean, tree))
 
 
-def psum_batch_then_device(tree: Any) -> Any:
+def psum_batch_then_device(tree: T) -> T:
     return _over_devices(jax.lax.psum, _over_batch(jax.lax.psum, tree))
 
 
-def scan_updates(update_step: Callable[[Any], Tuple[Any, Any]], num_updates: int) -> Callable:
+def scan_updates(update_step: Callable[[LearnerState], Tuple[LearnerState, PyTree]], num_updates: int
+                 ) -> Callable[[LearnerState], Tuple[LearnerState, PyTree]]:
     """Build a learner: `num_updates` calls of `update_step`, each vmapped over the update batch.
 
     `update_step(state) -> (state, outputs)` works on one batch element; the returned learner takes and
@@ -281,16 +287,16 @@ def scan_updates(update_step: Callable[[Any], Tuple[Any, Any]], num_updates: int
     """
     batched_update_step = jax.vmap(update_step, axis_name=BATCH_AXIS)
 
-    def update_one_slot(state: Any) -> Tuple[Any, Any]:
+    def update_one_slot(state: LearnerState) -> Tuple[LearnerState, PyTree]:
         with _unbatched_trace():
             state, outputs = update_step(jax.tree_util.tree_map(lambda x: x[0], state))
         return jax.tree_util.tree_map(lambda x: x[None], (state, outputs))
 
-    def learner_fn(learner_state: Any) -> Tuple[Any, Any]:
+    def learner_fn(learner_state: LearnerState) -> Tuple[LearnerState, PyTree]:
         update_batch_size = jax.tree_util.tree_leaves(learner_state)[0].shape[0]
         step = update_one_slot if update_batch_size == 1 else batched_update_step
 
-        def one_update(state: Any, _: None) -> Tuple[Any, Any]:
+        def one_update(state: LearnerState, _: None) -> Tuple[LearnerState, PyTree]:
             return step(state)
 
         learner_state, outputs = jax.lax.scan(one_update, learner_state, None, length=num_updates)
@@ -304,7 +310,7 @@ def scan_updates(update_step: Callable[[Any], Tuple[Any, Any]], num_updates: int
 SEED_LOOPS = ("vmap", "map", "map_on_cpu")  # arch.seed_loop: how one program runs its N seeds
 
 
-def seed_loop_of(config: Any) -> str:
+def seed_loop_of(config: DictConfig) -> str:
     """A run config's `arch.seed_loop`; vmap where a config built by hand leaves it out (the schema's default)."""
     return str(config.arch.get("seed_loop", "vmap"))
 
@@ -335,7 +341,7 @@ def distribute(learner_fn: Callable, num_seeds: int = 1, seed_loop: str = "vmap"
     return jax.pmap(learner_fn, axis_name=DEVICE_AXIS)
 
 
-def compile_learner(learner_fn: Callable, example_state: Any, num_seeds: int = 1, seed_loop: str = "vmap"
+def compile_learner(learner_fn: Callable, example_state: LearnerState, num_seeds: int = 1, seed_loop: str = "vmap"
                     ) -> Callable:
     """The distributed learner, compiled now so that compilation is timed apart from learning.
 
@@ -359,11 +365,11 @@ def compile_learner(learner_fn: Callable, example_state: Any, num_seeds: int = 1
     specs = lambda shardings: jax.tree_util.tree_map(lambda sharding: sharding.spec, shardings)  # noqa: E731
     mesh = jax.tree_util.tree_leaves(in_shardings)[0].mesh
 
-    def run_compiled(learner_state: Any) -> Tuple[Any, Any]:
+    def run_compiled(learner_state: LearnerState) -> Tuple[LearnerState, PyTree]:
         global_state = multihost_utils.host_local_array_to_global_array(learner_state, mesh, specs(in_shardings))
         return multihost_utils.global_array_to_host_local_array(compiled(global_state), mesh, specs(out_shardings))
 
-    def learn_with_peers(learner_state: Any) -> Tuple[Any, Any]:
+    def learn_with_peers(learner_state: LearnerState) -> Tuple[LearnerState, PyTree]:
         start = time.monotonic()
         with collective_stage("learn", allowance_seconds=2 * longest[0]):
             result = jax.block_until_ready(run_compiled(learner_state))
@@ -373,7 +379,7 @@ def compile_learner(learner_fn: Callable, example_state: Any, num_seeds: int = 1
     return learn_with_peers
 
 
-def stack_seeds(states: Sequence[Any]) -> Any:
+def stack_seeds(states: Sequence[T]) -> T:
     """Independent learner states side by side: (devices, seeds, batch, ...); one seed keeps (devices, batch, ...)."""
     if len(states) == 1:
         return states[0]
@@ -383,7 +389,7 @@ def stack_seeds(states: Sequence[Any]) -> Any:
         lambda *leaves: jax.device_put(np.stack([np.asarray(leaf) for leaf in leaves], axis=1)), *states)
 
 
-def seed_view(tree: Any, seed_index: int, num_seeds: int) -> Any:
+def seed_view(tree: PyTree, seed_index: int, num_seeds: int) -> HostTree:
     """One seed's part of a (devices, [seeds,] batch, ...) pytree, in the single-seed layout (devices, batch, ...).
 
     This process's devices only, as numpy (`local_host_copy`): never a program across processes.
@@ -394,7 +400,7 @@ def seed_view(tree: Any, seed_index: int, num_seeds: int) -> Any:
     return jax.tree_util.tree_map(lambda x: x[:, seed_index], tree)
 
 
-def local_host_copy(tree: Any) -> Any:
+def local_host_copy(tree: PyTree) -> HostTree:
     """Every leaf as numpy, holding this process's devices' part only (local devices on axis 0).
 
     Reads this process's own shards: unlike `np.asarray`, `jax.device_get` or indexing, it never runs a program
@@ -403,7 +409,7 @@ def local_host_copy(tree: Any) -> Any:
     return jax.tree_util.tree_map(_local_numpy, tree)
 
 
-def _local_numpy(leaf: Any) -> Any:
+def _local_numpy(leaf: object) -> object:
     if not isinstance(leaf, jax.Array):
         return leaf
     if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
@@ -413,9 +419,9 @@ def _local_numpy(leaf: Any) -> Any:
     return np.concatenate([np.asarray(shard.data) for shard in _local_shards(leaf)], axis=0)
 
 
-def _local_shards(leaf: jax.Array) -> list:
+def _local_shards(leaf: jax.Array) -> list[jax.Shard]:
     """This process's shards of a leaf split over devices on axis 0 only, in axis-0 order, one per distinct slice."""
-    by_start: dict[int, Any] = {}
+    by_start: dict[int, jax.Shard] = {}
     for shard in leaf.addressable_shards:
         index = tuple(shard.index)
         if any(part != slice(None) for part in index[1:]):
@@ -425,11 +431,11 @@ def _local_shards(leaf: jax.Array) -> list:
     return [by_start[start] for start in sorted(by_start)]
 
 
-def broadcast_to_devices_and_batch(tree: Any, update_batch_size: int) -> Any:
+def broadcast_to_devices_and_batch(tree: PyTree, update_batch_size: int) -> PyTree:
     """Copy a single pytree to every (local device, batch element) slot: identical initial params."""
     n_local = local_device_count()
 
-    def expand(x: Any) -> Any:
+    def expand(x: jax.typing.ArrayLike) -> jax.Array:
         x = jnp.asarray(x)
         return jnp.broadcast_to(x, (n_local, update_batch_size) + x.shape)
 
@@ -447,7 +453,7 @@ def split_key_per_slot(key: jax.Array, update_batch_size: int, num_per_slot: int
     return keys.reshape(shape + keys.shape[1:])
 
 
-def first_slot(tree: Any, seed_index: int = 0, num_seeds: int = 1) -> Any:
+def first_slot(tree: PyTree, seed_index: int = 0, num_seeds: int = 1) -> PyTree:
     """The (first local device, batch 0) copy of a learner-state pytree (of one seed).
 
     Process-local: a jax leaf is indexed within this process's first device shard (on that device, so a large
@@ -456,7 +462,7 @@ def first_slot(tree: Any, seed_index: int = 0, num_seeds: int = 1) -> Any:
     """
     index = (0,) if num_seeds == 1 else (seed_index, 0)
 
-    def slot(leaf: Any) -> Any:
+    def slot(leaf: jax.Array | np.ndarray) -> jax.Array | np.ndarray:
         if isinstance(leaf, jax.Array):  # the first local device's shard: (1, ...), or the whole leaf if unsplit
             leaf = _local_shards(leaf)[0].data
         return leaf[(0,) + index]
@@ -464,10 +470,10 @@ def first_slot(tree: Any, seed_index: int = 0, num_seeds: int = 1) -> Any:
     return jax.tree_util.tree_map(slot, tree)
 
 
-def fill_slots(per_seed: Sequence[Any], like: Any, num_seeds: int) -> Any:
+def fill_slots(per_seed: Sequence[PyTree], like: T, num_seeds: int) -> T:
     """Copy seed k's single pytree `per_seed[k]` into all of its (local device, batch) slots, shaped like `like`."""
 
-    def fill(like_leaf: Any, *values: Any) -> Any:
+    def fill(like_leaf: jax.Array, *values: jax.typing.ArrayLike) -> jax.Array:
         if num_seeds == 1:
             return jnp.broadcast_to(values[0], like_leaf.shape)
         slot_shape = like_leaf.shape[:1] + like_leaf.shape[2:]
@@ -476,7 +482,13 @@ def fill_slots(per_seed: Sequence[Any], like: Any, num_seeds: int) -> Any:
     return jax.tree_util.tree_map(fill, like, *per_seed)
 
 
-def reset_envs_per_slot(env: Any, keys: jax.Array) -> Any:
+class Resettable(Protocol):
+    """What `reset_envs_per_slot` needs of an env (stoix_like.envs.environment.Environment has it)."""
+
+    def reset(self, key: jax.Array) -> Tuple[EnvState, TimeStep]: ...
+
+
+def reset_envs_per_slot(env: Resettable, keys: jax.Array) -> Tuple[EnvState, TimeStep]:
     """Reset copies of the (unbatched) `env` in every (local device, batch element) slot, one per key of `keys`
     (`split_key_per_slot(key, update_batch_size, num_envs)`)."""
     with unrolled_threefry():  # a setup program
@@ -485,7 +497,7 @@ def reset_envs_per_slot(env: Any, keys: jax.Array) -> Any:
 
 # the env is static (hashed by identity): every seed's setup resets the same env object with the same program
 @functools.partial(jax.jit, static_argnums=0)
-def _reset_every_slot(env: Any, keys: jax.Array) -> Any:
+def _reset_every_slot(env: Resettable, keys: jax.Array) -> Tuple[EnvState, TimeStep]:
     return jax.vmap(jax.vmap(jax.vmap(env.reset)))(keys)
 
 
@@ -497,7 +509,7 @@ def process_count() -> int:
     return jax.process_count()
 
 
-def gather_to_host(tree: Any) -> Any:
+def gather_to_host(tree: PyTree) -> HostTree:
     """The whole learner state as numpy: every process's local devices, in process order, on axis 0.
 
     A collective in a multi-host run (the stage 'checkpoint gather'): every process must call it, although
@@ -510,14 +522,14 @@ def gather_to_host(tree: Any) -> Any:
         return local_host_copy(multihost_utils.process_allgather(local, tiled=True))
 
 
-def local_share(global_tree: Any) -> Any:
+def local_share(global_tree: T) -> T:
     """This process's devices' part of a `gather_to_host` tree (the inverse of the gather)."""
     n_local = local_device_count()
     start = jax.process_index() * n_local
     return jax.tree_util.tree_map(lambda x: x[start:start + n_local], global_tree)
 
 
-def broadcast_from_main(tree: Any, stage: str = "broadcast") -> Any:
+def broadcast_from_main(tree: T, stage: str = "broadcast") -> T:
     """Process 0's value of a host pytree on every process (same shapes everywhere); a no-op on one process."""
     if jax.process_count() == 1:
         return tree
@@ -535,7 +547,7 @@ def global_shape(local_shape: Tuple[int, ...]) -> Tuple[int, ...]:
 # learner is the same pmap ∘ vmap with the same axis names, so a system's double pmean works unchanged.
 
 
-def devices_by_index(indices: Sequence[int], key: str) -> list:
+def devices_by_index(indices: Sequence[int], key: str) -> list[jax.Device]:
     """`jax.devices()[i]` for each index, or a ConfigError naming the devices there are."""
     devices = jax.devices()
     bad = [index for index in indices if not 0 <= int(index) < len(devices)]
@@ -546,13 +558,13 @@ def devices_by_index(indices: Sequence[int], key: str) -> list:
     return [devices[int(index)] for index in indices]
 
 
-def distribute_learn_step(learn_step: Callable, devices: Sequence[Any]) -> Callable:
+def distribute_learn_step(learn_step: Callable, devices: Sequence[jax.Device]) -> Callable:
     """`learn(state, batch)`: one update on every learner device, each vmapped over its (size-1) update batch, so
     that `pmean_batch_then_device` averages gradients over the learner devices."""
     return jax.pmap(jax.vmap(learn_step, axis_name=BATCH_AXIS), axis_name=DEVICE_AXIS, devices=list(devices))
 
 
-def place_as_learn_step_outputs(tree: Any, devices: Sequence[Any]) -> Any:
+def place_as_learn_step_outputs(tree: T, devices: Sequence[jax.Device]) -> T:
     """`tree` (arrays with one leading entry per device) placed on `devices` exactly as `distribute_learn_step`'s
     function places its outputs: sharded over a mesh whose one axis is named after its pmap axis. That function
     compiles for the placement of its inputs: called first with host arrays and then with its own outputs, it would
@@ -562,12 +574,12 @@ def place_as_learn_step_outputs(tree: Any, devices: Sequence[Any]) -> Any:
     return jax.device_put(tree, sharding)
 
 
-def replicate_over_slots(tree: Any, n_devices: int) -> Any:
+def replicate_over_slots(tree: PyTree, n_devices: int) -> HostTree:
     """A single pytree in every (learner device, batch of 1) slot, on the host: pmap places it."""
     return jax.tree_util.tree_map(lambda x: np.broadcast_to(np.asarray(x), (n_devices, 1) + np.shape(x)), tree)
 
 
-def split_env_axis_over_slots(trajectory: Any, n_devices: int) -> Any:
+def split_env_axis_over_slots(trajectory: HostTree, n_devices: int) -> HostTree:
     """Time-major `(T, envs, ...)` host leaves -> `(n_devices, 1, T, envs / n_devices, ...)`: each learner device
     learns from its share of the envs, as each Anakin device does from its own."""
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable, Iterator, List, Sequence, Tuple
+from typing import Callable, Iterator, List, Protocol, Sequence, Tuple, TypeVar
 
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.core import ShapedArray
 from jax.extend.random import threefry2x32_p
 # the StableHLO op builders and the lowering helpers that broadcast: jax's public `mlir` module re-exports neither
 from jax._src.interpreters import mlir as mlir_helpers
@@ -47,14 +48,25 @@ def _rotate_left_on_host(value: np.ndarray, distance: int) -> np.ndarray:
     return (value << np.uint32(distance)) | (value >> np.uint32(32 - distance))  # logical: value is unsigned
 
 
-RotateLeft = Callable[[Any, int], Any]
+class _Uint32Words(Protocol):
+    """What `threefry2x32` hashes with: uint32 jax arrays, numpy arrays or `_Emitted` values, one kind throughout."""
+
+    def __add__(self: _Words, other: _Words | np.uint32, /) -> _Words: ...
+
+    def __xor__(self: _Words, other: _Words | np.uint32, /) -> _Words: ...
 
 
-def threefry2x32(key1: Any, key2: Any, x1: Any, x2: Any, rotate_left: RotateLeft = _rotate_left) -> Tuple[Any, Any]:
+_Words = TypeVar("_Words", bound=_Uint32Words)
+RotateLeft = Callable[[_Words, int], _Words]
+
+
+def threefry2x32(key1: _Words, key2: _Words, x1: _Words, x2: _Words,
+                 rotate_left: RotateLeft[_Words] = _rotate_left,  # type: ignore[assignment]  # for jax arrays
+                 ) -> Tuple[_Words, _Words]:
     """The 20-round hash of counts (x1, x2) under key (key1, key2), all uint32 arrays of one shape: jax arrays
     while lowering, or numpy arrays with `rotate_left=_rotate_left_on_host` (host_keys.py)."""
-    keys: Sequence[Any] = (key1, key2, key1 ^ key2 ^ _KEY_PARITY)
-    x: List[Any] = [x1 + keys[0], x2 + keys[1]]
+    keys: Sequence[_Words] = (key1, key2, key1 ^ key2 ^ _KEY_PARITY)
+    x: List[_Words] = [x1 + keys[0], x2 + keys[1]]
     for block in range(5):  # 5 blocks of 4 rounds, each followed by a key injection
         for distance in _ROTATIONS[block % 2]:
             x[0] = x[0] + x[1]
@@ -75,29 +87,30 @@ class _Emitted:
     writes the hash into the program directly, the same ops in the same order. `mlir.lower_fun` traced the same code
     into a jaxpr first: ~25 ms per hash, 0.24 s of PPO's setup programs' lowering (9 hashes), against ~8 ms now."""
 
-    def __init__(self, ctx: Any, value: Any, aval: Any):
+    def __init__(self, ctx: mlir.LoweringRuleContext, value: mlir.ir.Value, aval: ShapedArray):
         self.ctx, self.value, self.aval = ctx, value, aval
 
-    def _combine(self, other: Any, op: Callable[[Any, Any], Any]) -> "_Emitted":
+    def _combine(self, other: "_Emitted | np.uint32", op: Callable[[mlir.ir.Value, mlir.ir.Value], mlir.ir.Value]
+                 ) -> "_Emitted":
         if not isinstance(other, _Emitted):  # a numpy constant, as wide as this operand
             other = _Emitted(self.ctx, mlir_helpers.full_like_aval(self.ctx, other, self.aval), self.aval)
         shape = np.broadcast_shapes(self.aval.shape, other.aval.shape)  # numpy's rule, as jnp's operators follow
         aval = next((x.aval for x in (self, other) if x.aval.shape == shape), None) or self.aval.update(shape=shape)
         return _Emitted(self.ctx, op(self._broadcast_to(aval), other._broadcast_to(aval)), aval)
 
-    def _broadcast_to(self, aval: Any) -> Any:
+    def _broadcast_to(self, aval: ShapedArray) -> mlir.ir.Value:
         if self.aval.shape == aval.shape:
             return self.value
         rank, own_rank = len(aval.shape), len(self.aval.shape)
         return mlir_helpers.broadcast_in_dim(self.ctx, self.value, aval, broadcast_dimensions=range(rank - own_rank, rank))
 
-    def __add__(self, other: Any) -> "_Emitted":
+    def __add__(self, other: "_Emitted | np.uint32") -> "_Emitted":
         return self._combine(other, hlo.add)
 
-    def __xor__(self, other: Any) -> "_Emitted":
+    def __xor__(self, other: "_Emitted | np.uint32") -> "_Emitted":
         return self._combine(other, hlo.xor)
 
-    def __or__(self, other: Any) -> "_Emitted":
+    def __or__(self, other: "_Emitted | np.uint32") -> "_Emitted":
         return self._combine(other, hlo.or_)
 
 
@@ -106,9 +119,10 @@ def _rotate_left_emitted(value: _Emitted, distance: int) -> _Emitted:
             | value._combine(np.uint32(32 - distance), hlo.shift_right_logical))
 
 
-def _unrolled_rule(ctx: Any, *args: Any) -> Sequence[Any]:
+def _unrolled_rule(ctx: mlir.LoweringRuleContext, *args: mlir.ir.Value) -> Sequence[mlir.ir.Value]:
     """`threefry2x32_p` lowered as the straight-line hash: the ops `threefry2x32` makes, written out."""
-    key1, key2, x1, x2 = (_Emitted(ctx, arg, aval) for arg, aval in zip(args, ctx.avals_in, strict=True))
+    key1, key2, x1, x2 = (_Emitted(ctx, arg, aval)  # type: ignore[arg-type]  # a uint32 array's aval: a ShapedArray
+                          for arg, aval in zip(args, ctx.avals_in, strict=True))
     hashed = threefry2x32(key1, key2, x1, x2, rotate_left=_rotate_left_emitted)
     return [x._broadcast_to(aval) for x, aval in zip(hashed, ctx.avals_out, strict=True)]
 
@@ -141,7 +155,8 @@ def _install_dispatching_rule() -> None:
             return
         jax_rule = mlir._platform_specific_lowerings[_PLATFORM].get(threefry2x32_p) or mlir._lowerings[threefry2x32_p]
 
-        def rule(ctx: Any, *args: Any) -> Any:
+        def rule(ctx: mlir.LoweringRuleContext, *args: mlir.ir.Value
+                 ) -> Sequence[mlir.ir.Value | Sequence[mlir.ir.Value]]:
             return _unrolled_rule(ctx, *args) if _inside_a_block() else jax_rule.rule(ctx, *args)
 
         mlir.register_lowering(threefry2x32_p, rule, platform=_PLATFORM)

@@ -14,11 +14,12 @@ state its first step was acted from (R2D2). A feed-forward `ActFn` is the same w
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Optional, Protocol, Tuple, Union
+from typing import Callable, Dict, NamedTuple, Optional, Protocol, Tuple, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flashbax.buffers.trajectory_buffer import TrajectoryBuffer, TrajectoryBufferState
 from omegaconf import DictConfig
 
 from stoix_like.runtime import compilation_cache, host_keys, parallel
@@ -32,38 +33,39 @@ from stoix_like.networks.recurrent import opens_episode
 from stoix_like.ops import packing
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems import slot_state
-from stoix_like.types import Array, EnvState, Observation, PRNGKey, TimeStep
+from stoix_like.types import Array, EnvState, Observation, OptState, Params, PRNGKey, PyTree, TimeStep
 from stoix_like.runtime.threefry_lowering import unrolled_threefry
 
 
 class OffPolicyLearnerState(NamedTuple):
     """An off-policy learner's state: the replay buffer travels with it (vmapped, pmapped, checkpointed)."""
 
-    params: Any
-    opt_states: Any
-    buffer_state: Any
+    params: Params
+    opt_states: OptState
+    buffer_state: TrajectoryBufferState  # flashbax's (a PrioritisedTrajectoryBufferState under prioritized replay)
     key: PRNGKey
     env_state: EnvState
     timestep: TimeStep
-    obs_norm: Any
+    obs_norm: PyTree  # normalization.RunningStatistics, or () when system.normalize_observations is off
     env_steps: Array  # env steps taken by this (device, batch) slot, all its envs together
     update_count: Array  # gradient steps taken: drives periodic target updates
     # a recurrent actor's hidden state, one row per env, carried across updates and checkpointed; () when
     # feed-forward
-    memory: Any = ()
+    memory: PyTree = ()
 
 # act(params, normalised observation [num_envs, ...], key, global_env_steps) -> (stored_action, env_action); the
 # stored action is any pytree with a leading [num_envs] axis (MuZero's carries its search's policy and value)
-ActFn = Callable[[Any, Observation, jax.Array, jax.Array], Tuple[jax.Array, jax.Array]]
+ActFn = Callable[[Params, Observation, jax.Array, jax.Array], Tuple[jax.Array, jax.Array]]
 
 
 class RecurrentActing(NamedTuple):
     """How a network with memory acts: its hidden state per env, carried from step to step."""
 
-    initial_memory: Callable[[int], Any]  # envs -> the hidden state an episode starts from, one row per env
+    initial_memory: Callable[[int], PyTree]  # envs -> the hidden state an episode starts from, one row per env
     # act(params, normalised observation [num_envs, ...], reset [num_envs], memory, key, global_env_steps)
     #   -> (stored_action, env_action, memory as it entered the step (reset applied: what is stored), memory after)
-    act: Callable[[Any, Observation, jax.Array, Any, jax.Array, jax.Array], Tuple[jax.Array, jax.Array, Any, Any]]
+    act: Callable[[Params, Observation, jax.Array, PyTree, jax.Array, jax.Array],
+                  Tuple[jax.Array, jax.Array, PyTree, PyTree]]
 
 
 def _recurrent(act: Union[ActFn, RecurrentActing]) -> RecurrentActing:
@@ -81,8 +83,8 @@ def _recurrent(act: Union[ActFn, RecurrentActing]) -> RecurrentActing:
 class BatchUpdate(NamedTuple):
     """What one gradient step on a sampled batch gives back."""
 
-    params: Any
-    opt_states: Any
+    params: Params
+    opt_states: OptState
     metrics: Dict[str, jax.Array]
     priorities: jax.Array  # [B]: the new replay priorities of the sampled transitions (unused without PER)
 
@@ -92,7 +94,7 @@ class LearnFromBatch(Protocol):
     sequences (n-step transitions [B, ...], or time-major sequences [L, B, ...]); `weights` [B] importance-weight
     the sampled items (all ones without prioritized replay)."""
 
-    def __call__(self, params: Any, opt_states: Any, batch: replay.Transition, weights: jax.Array, key: jax.Array,
+    def __call__(self, params: Params, opt_states: OptState, batch: replay.Transition, weights: jax.Array, key: jax.Array,
                  update_count: jax.Array, /) -> BatchUpdate: ...
 
 
@@ -102,7 +104,7 @@ RolloutFn = Callable[[OffPolicyLearnerState, int],
 ActingMetrics = Callable[[replay.Transition], Dict[str, jax.Array]]
 
 
-def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], config: DictConfig,
+def make_rollout(env: VmapWrapper, buffer: TrajectoryBuffer, act: Union[ActFn, RecurrentActing], config: DictConfig,
                  budget: Budget) -> RolloutFn:
     """`rollout(state, length)`: act `length` steps into the buffer, then move the observation statistics;
     returns the state, the steps' episode metrics and the steps themselves."""
@@ -143,7 +145,7 @@ def make_rollout(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActin
     return rollout
 
 
-def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch,
+def get_learner_fn(env: VmapWrapper, buffer: TrajectoryBuffer, act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch,
                    config: DictConfig, budget: Budget, batches: replay.BatchView, prioritized: bool = False,
                    acting_metrics: Optional[ActingMetrics] = None) -> Learner:
     """The learner, per device (vmapped over the update batch). `acting_metrics`, if given, reports on each
@@ -184,7 +186,7 @@ def get_learner_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentAct
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def make_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentActing], config: DictConfig,
+def make_warmup_fn(env: VmapWrapper, buffer: TrajectoryBuffer, act: Union[ActFn, RecurrentActing], config: DictConfig,
                   budget: Budget) -> Callable:
     """`warmup(state) -> (state, ())`, per device: one rollout of `warmup_rollout_length` steps, no learning."""
     rollout = make_rollout(env, buffer, act, config, budget)
@@ -196,9 +198,9 @@ def make_warmup_fn(env: VmapWrapper, buffer: Any, act: Union[ActFn, RecurrentAct
     return parallel.scan_updates(warmup_step, 1)
 
 
-def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Any, opt_states: Any,
+def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, *, params: Params, opt_states: OptState,
                   act: Union[ActFn, RecurrentActing], learn_from_batch: LearnFromBatch, batches: replay.BatchView,
-                  eval_policy: EvalPolicy, eval_params: Callable[[OffPolicyLearnerState], Any],
+                  eval_policy: EvalPolicy, eval_params: Callable[[OffPolicyLearnerState], PyTree],
                   prioritized: bool = False, acting_metrics: Optional[ActingMetrics] = None
                   ) -> SystemSetup:
     """Everything but the algorithm: buffer, env states, replication, warm-up. `batches` says what the learner's
@@ -230,7 +232,7 @@ def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budg
     transition = jax.eval_shape(example_transition)
     normalize_observations = bool(system.normalize_observations)
 
-    def initial_state(params: Any, opt_states: Any, memory: Any, env_keys: jax.Array, step_keys: jax.Array
+    def initial_state(params: Params, opt_states: OptState, memory: PyTree, env_keys: jax.Array, step_keys: jax.Array
                       ) -> OffPolicyLearnerState:
         buffer_state = buffer.init(jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), transition))
         counter = jnp.zeros((), jnp.int32)

@@ -10,13 +10,14 @@ program, the keys' hashes were each a fusion for XLA to compile: ~0.05 s apiece 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple, TypeVar
+from typing import Callable, Dict, Tuple, TypeVar
 
 import jax
 
 from stoix_like.learner import normalization
 from stoix_like.runtime import parallel
 from stoix_like.envs.environment import Environment
+from stoix_like.types import PyTree
 
 StateT = TypeVar("StateT")
 
@@ -30,7 +31,7 @@ def slot_keys(env_key: jax.Array, step_key: jax.Array, update_batch_size: int, n
 
 
 def every_slot(state_type: Callable[..., StateT], env: Environment, normalize_observations: bool,
-               env_keys: jax.Array, step_keys: jax.Array, shared: Dict[str, Any]) -> StateT:
+               env_keys: jax.Array, step_keys: jax.Array, shared: Dict[str, PyTree]) -> StateT:
     """`state_type(**shared, key=, env_state=, timestep=, obs_norm=)` laid out over (local device, batch slot):
     `shared` copied to every slot, each slot's envs reset with its `env_keys`, its key from `step_keys`
     (`slot_keys`)."""

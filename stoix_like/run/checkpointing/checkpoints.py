@@ -9,7 +9,7 @@ call; that broadcast, like the save's gather, is a stage every process enters in
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple, Optional, Sequence, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
@@ -23,6 +23,7 @@ from stoix_like.run.checkpointing.format import Progress
 from stoix_like.run.checkpointing.resume import ResumeSource, ThisRun, absolute, locate
 from stoix_like.run.checkpointing.store import Store
 from stoix_like.errors import ConfigError
+from stoix_like.types import HostTree, LearnerState
 
 
 class Checkpoints:
@@ -90,8 +91,8 @@ class Checkpoints:
 
     # -- resume / load -------------------------------------------------------------------------------------------
 
-    def restore(self, learner_state: Any, progress: Progress, eval_params_template: Any
-                ) -> Tuple[Any, Progress, Optional[str]]:
+    def restore(self, learner_state: LearnerState, progress: Progress, eval_params_template: HostTree
+                ) -> Tuple[LearnerState, Progress, Optional[str]]:
         """The state to start from: resumed, or with loaded params, or as given. Returns (state, progress, note)."""
         if self.load_params_from is not None:
             root, step = self._load_source
@@ -108,8 +109,8 @@ class Checkpoints:
         state = checkpoint_format.from_storable(parallel.local_share(global_state), learner_state)
         return state, restored_progress, f"resumed from {os.path.join(self.source.root, str(step))}"
 
-    def _read_on_main_then_broadcast(self, source: ResumeSource, learner_state: Any, eval_params_template: Any
-                                     ) -> Optional[Tuple[Any, Progress, int]]:
+    def _read_on_main_then_broadcast(self, source: ResumeSource, learner_state: LearnerState,
+                                     eval_params_template: HostTree) -> Optional[Tuple[HostTree, Progress, int]]:
         """Process 0 reads the newest good step; every process gets (global state, progress, step) or None."""
         read = lambda: source.read_latest_good(  # noqa: E731
             self.run, learner_state, eval_params_template,
@@ -159,8 +160,8 @@ class Checkpoints:
 
     # -- save ----------------------------------------------------------------------------------------------------
 
-    def save(self, learner_state: Any, progress: Progress, eval_params_now: Sequence[Any], eval_return: float
-             ) -> Optional[str]:
+    def save(self, learner_state: LearnerState, progress: Progress, eval_params_now: Sequence[HostTree],
+             eval_return: float) -> Optional[str]:
         """Save after an evaluation; every process calls it (the state gather is a collective)."""
         if not self.save_model:
             return None
@@ -176,7 +177,7 @@ class _Restored(NamedTuple):
     found: np.ndarray  # bool: a readable, compatible step
     refused: np.ndarray  # bool: process 0 refused the checkpoint (its ConfigError is raised there)
     evaluations_done: np.ndarray  # int32; the step and the env steps done follow from it and the budget
-    learner_state: Any  # gathered and storable: every process's devices on axis 0
+    learner_state: HostTree  # gathered and storable: every process's devices on axis 0
     eval_keys: np.ndarray  # (num_seeds, 2) uint32
     best_returns: np.ndarray  # (num_seeds,) float32: only process 0 logs, and it keeps its exact values
-    best_params: Any  # stacked per seed
+    best_params: HostTree  # stacked per seed

@@ -21,7 +21,8 @@ import copy
 import dataclasses
 import math
 import os
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+import types
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TypeVar
 
 import jax
 import numpy as np
@@ -30,12 +31,13 @@ from omegaconf import DictConfig, OmegaConf
 from stoix_like.runtime import parallel
 from stoix_like.run import run_record
 from stoix_like.config.upgrade import add_later_keys, upgrade_saved_config
+from stoix_like.types import HostTree, JSONValue, LearnerState, PyTree
 
 if TYPE_CHECKING:
     import orbax.checkpoint as ocp
 
 
-def _orbax() -> Any:
+def _orbax() -> types.ModuleType:
     """orbax.checkpoint, imported when a run first saves or reads a checkpoint: a run without checkpoints never
     pays its ~0.2 s import."""
     import orbax.checkpoint
@@ -53,6 +55,10 @@ READABLE_FORMAT_VERSIONS = (1, 2, 3)
 _FIRST_VERSION_WITH_TODAYS_NAMES = 3
 
 
+# A pytree handed back with the same structure (and, for to_storable, the same type) it came in with.
+TreeT = TypeVar("TreeT")
+
+
 @dataclasses.dataclass
 class Progress:
     """The experiment loop's host-side state: with the learner state, all a resumed run needs to go on exactly."""
@@ -61,15 +67,15 @@ class Progress:
     steps_done: int
     eval_keys: np.ndarray  # (num_seeds, 2): each seed's next eval key
     best_returns: List[float]  # per seed; -inf before the first evaluation
-    best_params: List[Any]  # per seed: the eval params with the best eval return so far (None before)
-    log_history: Any = None  # the JSON logger's data so far, so a resumed run's metrics.json is whole
+    best_params: List[Optional[HostTree]]  # per seed: the eval params with the best eval return so far (None before)
+    log_history: JSONValue = None  # the JSON logger's data so far, so a resumed run's metrics.json is whole
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # What identifies a run, and the metadata of a step.
 
 
-def describe_run(config: DictConfig, algorithm: str) -> Dict[str, Any]:
+def describe_run(config: DictConfig, algorithm: str) -> Dict[str, JSONValue]:
     """What must match for a checkpoint to continue: the algorithm, the env and the network."""
     return {
         "algorithm": algorithm,
@@ -81,7 +87,7 @@ def describe_run(config: DictConfig, algorithm: str) -> Dict[str, Any]:
     }
 
 
-def read_config(meta: Dict[str, Any]) -> DictConfig:
+def read_config(meta: Dict[str, JSONValue]) -> DictConfig:
     """The composed config a checkpoint was written with (struct mode on), in today's key names: the one way code
     reads a saved config."""
     saved = meta["config"]
@@ -96,14 +102,14 @@ def read_config(meta: Dict[str, Any]) -> DictConfig:
     return config
 
 
-def saved_description(meta: Dict[str, Any]) -> Dict[str, Any]:
+def saved_description(meta: Dict[str, JSONValue]) -> Dict[str, JSONValue]:
     """`describe_run` as the checkpoint's run would give it today (older versions recorded it in old names)."""
     if meta.get("format_version", 1) < _FIRST_VERSION_WITH_TODAYS_NAMES:
         return describe_run(read_config(meta), meta["algorithm"])
     return {field: meta[field] for field in ("algorithm", "env", "network")}
 
 
-def state_fingerprint(tree: Any) -> Dict[str, List[Any]]:
+def state_fingerprint(tree: PyTree) -> Dict[str, List[JSONValue]]:
     """{leaf path: [shape, dtype]} of a (storable) pytree: two states fit each other when these are equal."""
     leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
     return {jax.tree_util.keystr(path): [list(leaf.shape), str(np.dtype(leaf.dtype))] for path, leaf in leaves}
@@ -147,19 +153,19 @@ def manager(root: str, read_only: bool = False) -> ocp.CheckpointManager:
     return ocp.CheckpointManager(root, options=options)
 
 
-def write_step(checkpoint_manager: ocp.CheckpointManager, step: int, items: Dict[str, Any],
-               meta: Dict[str, Any]) -> None:
+def write_step(checkpoint_manager: ocp.CheckpointManager, step: int, items: Dict[str, HostTree],
+               meta: Dict[str, JSONValue]) -> None:
     """Save array items (host pytrees) and the JSON meta of one step; complete when this returns."""
     ocp = _orbax()
     args = {name: ocp.args.PyTreeSave(tree) for name, tree in items.items()}
     checkpoint_manager.save(step, args=ocp.args.Composite(**args, meta=ocp.args.JsonSave(meta)))
 
 
-def read_meta(root: str, step: int) -> Dict[str, Any]:
+def read_meta(root: str, step: int) -> Dict[str, JSONValue]:
     return read_items(root, step, {"meta": None})["meta"]
 
 
-def read_items(root: str, step: int, templates: Dict[str, Any]) -> Dict[str, Any]:
+def read_items(root: str, step: int, templates: Dict[str, Optional[PyTree]]) -> Dict[str, HostTree]:
     """Read some items of one step; `templates[name]` is a pytree of ShapeDtypeStructs, or None for the JSON meta."""
     ocp = _orbax()
     args = {}
@@ -187,43 +193,43 @@ def read_items(root: str, step: int, templates: Dict[str, Any]) -> Dict[str, Any
 # Live state <-> what is stored.
 
 
-def _is_key(leaf: Any) -> bool:
+def _is_key(leaf: object) -> bool:
     return hasattr(leaf, "dtype") and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
 
 
-def to_storable(tree: Any) -> Any:
+def to_storable(tree: TreeT) -> TreeT:
     """Typed PRNG keys become their raw uint32 data; everything else is stored as it is."""
     return jax.tree_util.tree_map(lambda x: jax.random.key_data(x) if _is_key(x) else x, tree)
 
 
-def from_storable(tree: Any, like: Any) -> Any:
+def from_storable(tree: HostTree, like: TreeT) -> TreeT:
     """Back to the live state's types: raw key data becomes typed keys where `like` has them."""
     return jax.tree_util.tree_map(
         lambda stored, live: jax.random.wrap_key_data(stored, impl=jax.random.key_impl(live)) if _is_key(live)
         else stored, tree, like)
 
 
-def global_template(learner_state: Any) -> Any:
+def global_template(learner_state: LearnerState) -> PyTree:
     """ShapeDtypeStructs of the gathered (every process's devices) storable learner state."""
     storable = jax.eval_shape(to_storable, learner_state)
     return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(parallel.global_shape(x.shape), x.dtype), storable)
 
 
-def stacked_template(tree: Any, num: int) -> Any:
+def stacked_template(tree: PyTree, num: int) -> PyTree:
     """ShapeDtypeStructs of `num` copies of `tree` stacked on a new first axis (one per seed)."""
     return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct((num,) + tuple(np.shape(x)), x.dtype),
                                   jax.eval_shape(lambda t: t, tree))
 
 
-def stack(trees: Sequence[Any]) -> Any:
+def stack(trees: Sequence[PyTree]) -> HostTree:
     return jax.tree_util.tree_map(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *trees)
 
 
-def unstack(tree: Any, num: int) -> List[Any]:
+def unstack(tree: PyTree, num: int) -> List[HostTree]:
     return [jax.tree_util.tree_map(lambda x: np.asarray(x[k]), tree) for k in range(num)]
 
 
-def config_container(node: Any) -> Any:
+def config_container(node: object) -> JSONValue:
     if not OmegaConf.is_config(node):
         return node
     try:
@@ -236,7 +242,7 @@ def config_container(node: Any) -> Any:
 # Saying how a checkpoint differs from this run.
 
 
-def differences(saved: Any, current: Any, prefix: str) -> List[str]:
+def differences(saved: object, current: object, prefix: str) -> List[str]:
     if isinstance(saved, dict) and isinstance(current, dict):
         found: List[str] = []
         for key in sorted(set(saved) | set(current), key=str):
@@ -245,6 +251,6 @@ def differences(saved: Any, current: Any, prefix: str) -> List[str]:
     return [] if saved == current else [f"{prefix}: {saved!r} in the checkpoint, {current!r} here"]
 
 
-def first_difference(saved: Any, current: Any, prefix: str) -> str:
+def first_difference(saved: object, current: object, prefix: str) -> str:
     found = differences(saved, current, prefix)
     return found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "") if found else ""

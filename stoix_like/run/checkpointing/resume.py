@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import jax
 import numpy as np
@@ -22,6 +22,7 @@ from stoix_like.run.checkpointing import format as checkpoint_format
 from stoix_like.run.checkpointing import store
 from stoix_like.run.checkpointing.format import Progress
 from stoix_like.errors import ConfigError
+from stoix_like.types import HostTree, JSONValue, LearnerState
 
 
 def locate(path: str) -> Tuple[str, Optional[int]]:
@@ -76,8 +77,8 @@ class ResumeSource:
             check_compatible(meta, os.path.join(self.root, str(step)), run)
             return
 
-    def read_latest_good(self, run: ThisRun, learner_state: Any, eval_params_template: Any,
-                         set_aside_unreadable: bool) -> Optional[Tuple[Any, Progress, int]]:
+    def read_latest_good(self, run: ThisRun, learner_state: LearnerState, eval_params_template: HostTree,
+                         set_aside_unreadable: bool) -> Optional[Tuple[HostTree, Progress, int]]:
         """(gathered storable learner state, progress, step) of the newest readable step, or None if there is none.
 
         An unreadable step is warned about and, with `set_aside_unreadable`, renamed out of the way.
@@ -121,7 +122,7 @@ class ResumeSource:
         return None
 
 
-def check_compatible(meta: Dict[str, Any], where: str, run: ThisRun) -> None:
+def check_compatible(meta: Dict[str, JSONValue], where: str, run: ThisRun) -> None:
     """Refuse a checkpoint another run wrote (or one this code cannot read); warn about changed hyperparameters."""
     where = f"checkpoint {where}"
     readable = checkpoint_format.READABLE_FORMAT_VERSIONS
@@ -158,10 +159,10 @@ def check_compatible(meta: Dict[str, Any], where: str, run: ThisRun) -> None:
 class SavedRun:
     root: str
     step: int
-    meta: Dict[str, Any]
+    meta: Dict[str, JSONValue]
 
     @property
-    def config(self) -> Any:
+    def config(self) -> DictConfig:
         return checkpoint_format.read_config(self.meta)
 
     @property
@@ -181,7 +182,7 @@ def read_saved_run(path: str) -> SavedRun:
     raise ConfigError(f"no readable checkpoint at {path}.")
 
 
-def load_eval_params(saved: SavedRun, eval_params_template: Any, which: str) -> List[Any]:
+def load_eval_params(saved: SavedRun, eval_params_template: HostTree, which: str) -> List[HostTree]:
     """Per seed, the eval params of a saved run: `which` is "best" or "latest"."""
     items = {"best": "best_params", "latest": "eval_params"}
     if which not in items:
@@ -192,7 +193,7 @@ def load_eval_params(saved: SavedRun, eval_params_template: Any, which: str) -> 
     return checkpoint_format.unstack(stored, num_seeds)
 
 
-def load_params(root: str, step: Optional[int], learner_state: Any, num_seeds: int) -> Any:
+def load_params(root: str, step: Optional[int], learner_state: LearnerState, num_seeds: int) -> LearnerState:
     """`learner_state` with its params replaced by saved ones, in every slot; everything else fresh.
 
     Seed k takes saved seed k when the counts match, else every seed takes saved seed 0.

@@ -10,7 +10,7 @@ import dataclasses
 import os
 import time
 import warnings
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from omegaconf import DictConfig
@@ -20,6 +20,7 @@ from stoix_like.learner.budget import Budget
 from stoix_like.run.checkpointing import format as checkpoint_format
 from stoix_like.run.checkpointing.format import Progress
 from stoix_like.errors import ConfigError
+from stoix_like.types import HostTree, JSONValue, LearnerState
 
 _UNREADABLE_SUFFIX = ".unreadable"
 
@@ -49,8 +50,9 @@ class Store:
             f"{short_list(existing)}) of another run; pass logger.checkpointing.resume=True to continue it, "
             f"or choose another directory.")
 
-    def save(self, learner_state: Any, progress: Progress, eval_params_now: Sequence[Any], eval_return: float,
-             run: Dict[str, Any], budget: Budget, seeds: List[int], config: DictConfig) -> Optional[str]:
+    def save(self, learner_state: LearnerState, progress: Progress, eval_params_now: Sequence[HostTree],
+             eval_return: float, run: Dict[str, JSONValue], budget: Budget, seeds: List[int],
+             config: DictConfig) -> Optional[str]:
         """Save one step (every process calls this: the state gather is a collective); the path, on process 0.
 
         `run` is `format.describe_run` of this run; `config` its composed config.
@@ -59,7 +61,7 @@ class Store:
         if not parallel.is_main_process():
             return None
         stack = checkpoint_format.stack
-        items: Dict[str, Any] = {
+        items: Dict[str, HostTree] = {
             "learner_state": global_state,
             "eval_params": stack(eval_params_now),
             "best_params": stack(progress.best_params),

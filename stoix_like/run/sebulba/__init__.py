@@ -9,9 +9,9 @@ loop.py         the run: budget → envs → setup → resume? → [updates → 
 
 from __future__ import annotations
 
-from typing import Any
+from omegaconf import DictConfig
 
 
-def is_sebulba(config: Any) -> bool:
+def is_sebulba(config: DictConfig) -> bool:
     """config/arch/sebulba.yaml is the arch option with actor devices (the two share the rest of the arch keys)."""
     return "actor_device_ids" in config.arch

@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+from typing import Callable, Dict, List, NamedTuple, Tuple
 
 import jax
 import numpy as np
@@ -19,25 +19,25 @@ import numpy as np
 from stoix_like.learner import normalization
 from stoix_like.envs.cpu_vector_env import CpuVectorEnv
 from stoix_like.run.sebulba.threads import Supervisor
-from stoix_like.types import RolloutStep
+from stoix_like.types import Observation, PyTree, RolloutStep
 
 
 class VersionedParams:
     """The latest actor params, one copy per actor device, and the number of updates that produced them."""
 
-    def __init__(self, devices: List[Any]):
+    def __init__(self, devices: List[jax.Device]):
         self._devices = devices
         self._lock = threading.Lock()
         self._version = -1
-        self._by_device: Dict[Any, Any] = {}
+        self._by_device: Dict[jax.Device, PyTree] = {}
 
-    def publish(self, actor_params: Any, version: int) -> None:
+    def publish(self, actor_params: PyTree, version: int) -> None:
         """Copies `actor_params` to every actor device (asynchronously: the learner does not wait for the copy)."""
         copies = {device: jax.device_put(actor_params, device) for device in self._devices}
         with self._lock:
             self._by_device, self._version = copies, version
 
-    def latest(self, device: Any) -> Tuple[int, Any]:
+    def latest(self, device: jax.Device) -> Tuple[int, PyTree]:
         with self._lock:
             return self._version, self._by_device[device]
 
@@ -51,14 +51,14 @@ class Rollout(NamedTuple):
 
 
 # act_step(actor params, observation, key) -> (next key, action to store, env action, recorded extras)
-ActStep = Callable[[Any, Any, jax.Array], Tuple[jax.Array, jax.Array, jax.Array, Any]]
+ActStep = Callable[[PyTree, Observation, jax.Array], Tuple[jax.Array, jax.Array, jax.Array, PyTree]]
 
 
 def make_act_step(act: Callable) -> ActStep:
     """One compiled call per env step: split the key, normalise the observation, act (Anakin's `act`)."""
 
     @jax.jit
-    def act_step(actor_params: Any, observation: Any, key: jax.Array):
+    def act_step(actor_params: PyTree, observation: Observation, key: jax.Array):
         params, obs_norm = actor_params
         key, policy_key = jax.random.split(key)
         action, env_action, recorded = act(params, normalization.normalize(obs_norm, observation), policy_key)
@@ -68,7 +68,7 @@ def make_act_step(act: Callable) -> ActStep:
 
 
 def run_actor(supervisor: Supervisor, envs: CpuVectorEnv, act_step: ActStep, params: VersionedParams,
-              rollouts_out: "queue.Queue[Rollout]", device: Any, key: jax.Array, env_seed: int, rollouts: int,
+              rollouts_out: "queue.Queue[Rollout]", device: jax.Device, key: jax.Array, env_seed: int, rollouts: int,
               rollout_length: int) -> None:
     """An actor thread's whole life: `rollouts` rollouts of `rollout_length` steps of `envs`, each put on
     `rollouts_out`. Returns early, leaving the rest undone, once the run stops."""

@@ -6,7 +6,7 @@ so the statistics cover exactly the requested episodes (as the JAX evaluator's m
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Callable, Dict
 
 import jax
 import numpy as np
@@ -14,9 +14,10 @@ import numpy as np
 from stoix_like.envs.cpu_vector_env import CpuVectorEnv
 from stoix_like.errors import ConfigError
 from stoix_like.learner.evaluator import EvalPolicy, PolicyWithMemory
+from stoix_like.types import HostTree
 
 # evaluate(eval params, key) -> per-episode numpy arrays ("episode_return", "episode_length")
-Evaluate = Callable[[Any, jax.Array], Dict[str, np.ndarray]]
+Evaluate = Callable[[HostTree, jax.Array], Dict[str, np.ndarray]]
 
 
 def make_cpu_evaluator(envs: CpuVectorEnv, eval_policy: EvalPolicy) -> Evaluate:
@@ -25,7 +26,7 @@ def make_cpu_evaluator(envs: CpuVectorEnv, eval_policy: EvalPolicy) -> Evaluate:
         raise ConfigError("arch=sebulba evaluates feed-forward policies only; recurrent systems run with arch=anakin.")
     policy = jax.jit(eval_policy)
 
-    def evaluate(eval_params: Any, key: jax.Array) -> Dict[str, np.ndarray]:
+    def evaluate(eval_params: HostTree, key: jax.Array) -> Dict[str, np.ndarray]:
         reset_key, policy_key = jax.random.split(key)
         timestep = envs.reset(int(jax.random.randint(reset_key, (), 0, 2 ** 31 - 1)))
         done = np.zeros(envs.num_envs, bool)

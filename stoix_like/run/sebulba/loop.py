@@ -17,7 +17,7 @@ import dataclasses
 import math
 import queue
 import time
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 import jax
 import numpy as np
@@ -36,13 +36,14 @@ from stoix_like.run.sebulba.actors import Rollout, VersionedParams, make_act_ste
 from stoix_like.run.sebulba.evaluation import Evaluate, make_cpu_evaluator
 from stoix_like.run.sebulba.threads import Supervisor, stop_on_ctrl_c
 from stoix_like.learner.system_contract import SebulbaLearnerSetup, SebulbaSetup
+from stoix_like.types import LearnerState
 
 
 class Layout(NamedTuple):
     """Which devices act and learn, and how many actor threads there are."""
 
-    actor_devices: List[Any]  # one entry per actor thread (a device hosts arch.num_actor_threads of them)
-    learner_devices: List[Any]
+    actor_devices: List[jax.Device]  # one entry per actor thread (a device hosts arch.num_actor_threads of them)
+    learner_devices: List[jax.Device]
 
 
 def layout_of(config: DictConfig) -> Layout:
@@ -142,7 +143,7 @@ def _resume(checkpoints: checkpointing.Checkpoints, setup: SebulbaSetup, budget:
 
 def _learn(config: DictConfig, setup: SebulbaSetup, layout: Layout, budget: budget_lib.Budget,
            checkpoints: checkpointing.Checkpoints, logger: Logger, supervisor: Supervisor,
-           actor_envs: List[CpuVectorEnv], evaluate: Evaluate, learner_state: Any,
+           actor_envs: List[CpuVectorEnv], evaluate: Evaluate, learner_state: LearnerState,
            progress: checkpointing.Progress, actor_key: jax.Array, wall_start: float) -> RunResult:
     arch, seed = config.arch, int(config.arch.seed)
     n_learners, rollout_length = len(layout.learner_devices), budget.rollout_length
@@ -211,9 +212,9 @@ def _learn(config: DictConfig, setup: SebulbaSetup, layout: Layout, budget: budg
 
 
 def _evaluate_and_save(config: DictConfig, setup: SebulbaSetup, budget: budget_lib.Budget,
-                       checkpoints: checkpointing.Checkpoints, logger: Logger, evaluate: Evaluate, learner_state: Any,
-                       progress: checkpointing.Progress, interval: Interval, update: int, run_start: float,
-                       first_update: int, num_actor_threads: int) -> checkpointing.Progress:
+                       checkpoints: checkpointing.Checkpoints, logger: Logger, evaluate: Evaluate,
+                       learner_state: LearnerState, progress: checkpointing.Progress, interval: Interval, update: int,
+                       run_start: float, first_update: int, num_actor_threads: int) -> checkpointing.Progress:
     """Log the interval's training, evaluate, keep the best params, save a checkpoint; returns the new progress."""
     seed = int(config.arch.seed)
     train_means = interval.means(num_actor_threads)

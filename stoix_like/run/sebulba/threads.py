@@ -17,9 +17,12 @@ import contextlib
 import queue
 import signal
 import threading
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from types import FrameType
+from typing import Callable, Iterator, List, Optional, Tuple, TypeVar
 
 POLL_SECONDS = 0.05  # how often a blocked hand-off looks at the stop signal: shutdown's latency
+
+Item = TypeVar("Item")  # what a queue hands off
 
 
 class Stopped(Exception):
@@ -39,7 +42,7 @@ class Supervisor:
         self.interrupted = True
         self.stop.set()
 
-    def start(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
+    def start(self, name: str, target: Callable[..., None], *args: object) -> threading.Thread:
         def guarded() -> None:
             try:
                 target(*args)
@@ -72,7 +75,7 @@ class Supervisor:
             error.add_note(f"(raised in Sebulba thread {name!r}; every other thread was stopped)")
             raise error
 
-    def put(self, channel: "queue.Queue[Any]", item: Any) -> None:
+    def put(self, channel: "queue.Queue[Item]", item: Item) -> None:
         """Blocks while `channel` is full; raises Stopped once the run stops."""
         while not self.stop.is_set():
             try:
@@ -82,7 +85,7 @@ class Supervisor:
                 continue
         raise Stopped
 
-    def get(self, channel: "queue.Queue[Any]") -> Any:
+    def get(self, channel: "queue.Queue[Item]") -> Item:
         """Blocks while `channel` is empty; re-raises a thread's error, or raises Stopped, once the run stops."""
         while True:
             self.raise_if_failed()
@@ -110,7 +113,7 @@ def stop_on_ctrl_c(supervisor: Supervisor) -> Iterator[None]:
         yield
         return
 
-    def on_ctrl_c(signum: int, frame: Any) -> None:
+    def on_ctrl_c(signum: int, frame: Optional[FrameType]) -> None:
         if supervisor.interrupted:
             raise KeyboardInterrupt  # the second press: the user will not wait for the threads
         supervisor.interrupt()

@@ -11,7 +11,7 @@ off-policy skeleton.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Tuple
+from typing import Callable, Dict, NamedTuple, Tuple
 
 import flax.linen as nn
 import jax
@@ -26,7 +26,7 @@ from stoix_like.errors import ConfigError
 from stoix_like.ops import losses
 from stoix_like.learner.optim import make_optimizer
 from stoix_like.learner.replay import Transition
-from stoix_like.types import Observation
+from stoix_like.types import Observation, OptState, Params, PyTree
 
 
 def require_continuous_actions(env: Environment, config: DictConfig, algorithm: str) -> ContinuousActionSpace:
@@ -44,12 +44,12 @@ class CriticEnsemble(NamedTuple):
     critic: nn.Module
     num_critics: int
 
-    def init(self, key: jax.Array, observation: Observation, action: jax.Array) -> Any:
+    def init(self, key: jax.Array, observation: Observation, action: jax.Array) -> Params:
         """Parameters stacked on a leading critic axis."""
         keys = jax.random.split(key, self.num_critics)
         return jax.vmap(self.critic.init, in_axes=(0, None, None))(keys, observation, action)
 
-    def apply(self, params: Any, observation: Observation, action: jax.Array) -> Any:
+    def apply(self, params: Params, observation: Observation, action: jax.Array) -> PyTree:
         """Every output with a leading critic axis."""
         return jax.vmap(self.critic.apply, in_axes=(0, None, None))(params, observation, action)
 
@@ -61,11 +61,11 @@ def critic_ensemble(critic: nn.Module, num_critics: int) -> CriticEnsemble:
 
 
 def init_actor_and_critics(actor: nn.Module, critics: CriticEnsemble, env: Environment, key: jax.Array
-                           ) -> Tuple[Any, Any]:
+                           ) -> Tuple[Params, Params]:
     """Initial parameters of the actor and of every critic, from shapes only and in one compiled call (compiled
     once per process for these networks: every seed of a population reuses it)."""
 
-    def init(key: jax.Array, observation: Observation, action: jax.Array) -> Tuple[Any, Any]:
+    def init(key: jax.Array, observation: Observation, action: jax.Array) -> Tuple[Params, Params]:
         actor_key, critic_key = jax.random.split(key)
         return actor.init(actor_key, observation), critics.init(critic_key, observation, action)
 
@@ -83,13 +83,13 @@ def optimizer(learning_rate: float, config: DictConfig, budget: Budget) -> optax
                           budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates)
 
 
-def gradient_step(update_fn: Callable, params: Any, grads: Any, opt_state: Any) -> Tuple[Any, Any]:
+def gradient_step(update_fn: Callable, params: Params, grads: Params, opt_state: OptState) -> Tuple[Params, OptState]:
     updates, opt_state = update_fn(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
 
 
-def critic_step(critic_loss: Callable, update_fn: Callable, critic_params: Any, opt_state: Any, *loss_args: Any
-                ) -> Tuple[Any, Any, jax.Array, Dict[str, jax.Array]]:
+def critic_step(critic_loss: Callable, update_fn: Callable, critic_params: Params, opt_state: OptState,
+                *loss_args: PyTree) -> Tuple[Params, OptState, jax.Array, Dict[str, jax.Array]]:
     """One Q-network step: the gradient of `critic_loss(critic_params, *loss_args) -> (loss, (priorities, metrics))`,
     averaged over the update batch and the devices with its metrics, then the optimiser's step.
 
@@ -101,7 +101,7 @@ def critic_step(critic_loss: Callable, update_fn: Callable, critic_params: Any, 
     return critic_params, opt_state, priorities, metrics
 
 
-def critic_regression_loss(critic_params: Any, critic_apply: Callable, batch: Transition, target: jax.Array,
+def critic_regression_loss(critic_params: Params, critic_apply: Callable, batch: Transition, target: jax.Array,
                            weights: jax.Array):
     """Every critic of the ensemble regresses on the same target (squared error, summed over critics).
 

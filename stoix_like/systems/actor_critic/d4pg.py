@@ -7,7 +7,7 @@ distributional critic's loss and the value the actor ascends (the critic's mean)
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 import jax.numpy as jnp

@@ -16,7 +16,7 @@ and in four switches of `config.system`:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +36,7 @@ from stoix_like.systems.actor_critic import continuous_control
 from stoix_like.types import ActorCriticOptStates, ActorCriticParams, ActorCriticUpdateFns, OnlineAndTarget
 
 # make_learn_from_batch(actor_apply, critic_apply, update_fns, config) -> learn_from_batch, as each system defines it
-GetLearnFromBatch = Callable[[Callable, Callable, ActorCriticUpdateFns, Any], off_policy.LearnFromBatch]
+GetLearnFromBatch = Callable[[Callable, Callable, ActorCriticUpdateFns, DictConfig], off_policy.LearnFromBatch]
 
 
 def make_act(actor_apply: Callable, system: DictConfig, warmup_steps: int):

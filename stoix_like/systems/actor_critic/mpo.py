@@ -32,6 +32,7 @@ from stoix_like.learner import replay, target_networks
 from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import ContinuousActionSpace, Environment, example_observation
 from stoix_like.learner.evaluator import actor_policy
+from stoix_like.networks.base import FeedForwardActor, FeedForwardQNetwork, FeedForwardStateActionCritic
 from stoix_like.networks.distributions import TanhGaussian
 from stoix_like.networks.factory import build_action_value_network, build_actor
 from stoix_like.ops import losses
@@ -41,7 +42,7 @@ from stoix_like.learner.replay import Transition
 from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import dual_variables, off_policy
 from stoix_like.systems.actor_critic import continuous_control
-from stoix_like.types import Observation, OnlineAndTarget, OptState
+from stoix_like.types import Observation, OnlineAndTarget, OptState, Params
 from stoix_like.systems.dual_variables import ActorCriticDualUpdateFns, DualVariables
 
 
@@ -77,13 +78,13 @@ class ActionValues:
     def __init__(self, critic_apply: Callable, continuous: bool, num_sampled_actions: int):
         self.critic_apply, self.continuous, self.num_sampled_actions = critic_apply, continuous, num_sampled_actions
 
-    def of_stored(self, params: Any, observation: Observation, action: jax.Array) -> jax.Array:
+    def of_stored(self, params: Params, observation: Observation, action: jax.Array) -> jax.Array:
         """`[B]` Q(s, a) of replayed actions."""
         if self.continuous:
             return self.critic_apply(params, observation, action)
         return taken_action_values(self.critic_apply(params, observation), action)
 
-    def of_candidates(self, params: Any, observation: Observation, policy: Any, key: jax.Array
+    def of_candidates(self, params: Params, observation: Observation, policy: Any, key: jax.Array
                       ) -> Tuple[jax.Array, jax.Array, jax.Array]:
         """The policy's candidate actions `[K, B, ...]` at `observation`, their values `[B, K]` and log-weights
         `[B, K]` (each row a distribution): K samples of weight 1/K when continuous (pre-tanh; the Q-network sees
@@ -157,11 +158,12 @@ def make_learn_from_batch(actor_apply: Callable, action_values: ActionValues, up
     return learn_from_batch
 
 
-def init_networks(actor: Any, critic: Any, env: Environment, key: jax.Array) -> Tuple[Any, Any]:
+def init_networks(actor: FeedForwardActor, critic: FeedForwardQNetwork | FeedForwardStateActionCritic, env: Environment,
+                  key: jax.Array) -> Tuple[Params, Params]:
     """The actor's and the q_network's initial parameters, in one program compiled once per process."""
     action_space = env.action_space
 
-    def init(key: jax.Array, observation: Observation) -> Tuple[Any, Any]:
+    def init(key: jax.Array, observation: Observation) -> Tuple[Params, Params]:
         actor_key, critic_key = jax.random.split(key)
         if isinstance(action_space, ContinuousActionSpace):
             critic_params = critic.init(critic_key, observation, jnp.zeros((1, action_space.action_dim), jnp.float32))

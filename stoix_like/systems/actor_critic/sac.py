@@ -7,7 +7,7 @@ their regression and the optimisers are shared with TD3 / DDPG / D4PG (continuou
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Tuple
+from typing import Callable, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp

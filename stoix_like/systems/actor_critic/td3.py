@@ -8,7 +8,7 @@ the scalar critics' loss.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 from omegaconf import DictConfig

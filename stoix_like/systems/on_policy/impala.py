@@ -14,7 +14,7 @@ A shared torso is a network, not a system: `network=mlp_impala_shared`.
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Tuple
 
 import jax
 from omegaconf import DictConfig
@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from stoix_like.run import experiment
 from stoix_like.learner import normalization
 from stoix_like.learner.budget import Budget
+from stoix_like.envs.cpu_vector_env import CpuVectorEnv
 from stoix_like.envs.environment import Environment
 from stoix_like.networks.actor_critic import PolicyAndValue
 from stoix_like.ops.losses import policy_gradient_loss
@@ -29,13 +30,13 @@ from stoix_like.ops.returns import vtrace
 from stoix_like.learner.system_contract import SebulbaSetup, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient
 from stoix_like.systems.on_policy.policy_gradient import ActorObjective, PolicyLossInputs, RolloutTargets
-from stoix_like.types import ActorCriticParams, ActorCriticTransition, Array
+from stoix_like.types import ActorCriticParams, ActorCriticTransition, Array, PyTree
 
 
 def vtrace_targets(system: DictConfig) -> RolloutTargets:
     """(V-trace policy-gradient advantages, V-trace value targets), `(T, envs)` each, under the learner's params."""
 
-    def targets(networks: PolicyAndValue, params: ActorCriticParams, obs_norm: Any, traj: ActorCriticTransition
+    def targets(networks: PolicyAndValue, params: ActorCriticParams, obs_norm: PyTree, traj: ActorCriticTransition
                 ) -> Tuple[Array, Array]:
         observation = normalization.normalize(obs_norm, traj.observation)
         log_rhos = networks.policy(params, observation).log_prob(traj.action) - traj.log_prob
@@ -65,7 +66,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
                                   policy_gradient.regression_critic)
 
 
-def sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int
+def sebulba_setup(envs: CpuVectorEnv, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int
                   ) -> SebulbaSetup:
     """The learner fed by Sebulba's actor threads (arch=sebulba), where the policy lag V-trace corrects is real."""
     return policy_gradient.make_sebulba_setup(envs, key, config, budget, n_learner_devices,

@@ -15,7 +15,7 @@ one gradient of the summed losses.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple, Optional, Tuple
+from typing import Callable, NamedTuple, Optional, Protocol, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +25,8 @@ from stoix_like.runtime import host_keys, parallel
 from stoix_like.learner import normalization
 from stoix_like.learner.budget import Budget
 from stoix_like.runtime.compilation_cache import jitted_inits
-from stoix_like.envs.environment import Environment, example_observation
+from stoix_like.envs.cpu_vector_env import CpuVectorEnv
+from stoix_like.envs.environment import ActionSpace, Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.learner.evaluator import EvalPolicy, actor_policy
 from stoix_like.networks import actor_critic
@@ -36,17 +37,17 @@ from stoix_like.ops.returns import truncated_gae
 from stoix_like.learner.optim import make_optimizer
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SebulbaSetup, SystemSetup
 from stoix_like.systems.on_policy import rollout
-from stoix_like.types import ActorCriticApplyFns, ActorCriticOptStates, ActorCriticParams, ActorCriticTransition, ActorCriticUpdateFns, Array, Metrics, Observation, OnPolicyLearnerState, PRNGKey, RolloutStep
+from stoix_like.types import ActorCriticApplyFns, ActorCriticOptStates, ActorCriticParams, ActorCriticTransition, ActorCriticUpdateFns, Array, LearnerState, Metrics, Observation, OnPolicyLearnerState, Params, PRNGKey, PyTree, RolloutStep
 
 
 class SebulbaLearnerState(NamedTuple):
     """An on-policy learner state fed by Sebulba's actor threads: the envs live on the host with the actors, so
     the state holds only what learning moves. Leaves carry (learner devices, 1, ...)."""
 
-    params: Any
-    opt_states: Any
+    params: ActorCriticParams
+    opt_states: ActorCriticOptStates
     key: PRNGKey
-    obs_norm: Any
+    obs_norm: PyTree  # normalization.RunningStatistics, or () when system.normalize_observations is off
 
 
 class PolicyLossInputs(NamedTuple):
@@ -58,7 +59,7 @@ class PolicyLossInputs(NamedTuple):
     kl: Array  # KL(π_old(·|s) ‖ π(·|s)), exact, from the recorded distribution (differentiated through π)
 
 
-def _stateless(learner_state: Any) -> Any:
+def _stateless(learner_state: LearnerState) -> Tuple[()]:
     del learner_state
     return ()
 
@@ -66,21 +67,21 @@ def _stateless(learner_state: Any) -> Any:
 # targets(networks, params, obs_norm, rollout) -> (advantages, value targets), `(T, envs)` each, from the rollout
 # and the learner's params as the update starts (the rollout's transitions carry what the actors recorded and the
 # values read after it)
-RolloutTargets = Callable[[PolicyAndValue, ActorCriticParams, Any, ActorCriticTransition], Tuple[Array, Array]]
+RolloutTargets = Callable[[PolicyAndValue, ActorCriticParams, PyTree, ActorCriticTransition], Tuple[Array, Array]]
 
 
 class ActorObjective(NamedTuple):
     """How an on-policy actor learns from a rollout."""
 
     # (inputs, objective state) -> the scalar to minimise (the entropy bonus is added by the loop)
-    policy_loss: Callable[[PolicyLossInputs, Any], Array]
+    policy_loss: Callable[[PolicyLossInputs, PyTree], Array]
     # the advantages and value targets; None: truncation-correct GAE(system.gae_lambda) on the rollout's values
     targets: Optional[RolloutTargets] = None
     # learner state -> the objective's state, read once per update and fixed through its epochs (PPO-penalty: β)
-    state_of: Callable[[Any], Any] = _stateless
+    state_of: Callable[[LearnerState], PyTree] = _stateless
     # after each update: (learner state, E_s[KL(π_old ‖ π_new)] over the rollout and every slot) -> (learner state
     # with the objective's state adapted, metrics). None: the objective has no state to adapt.
-    adapt: Optional[Callable[[Any, Array], Tuple[Any, Metrics]]] = None
+    adapt: Optional[Callable[[LearnerState, Array], Tuple[LearnerState, Metrics]]] = None
 
 
 # critic_loss(values, values before the update, targets) -> the scalar to minimise (before
@@ -106,16 +107,24 @@ def ppo_critic(system: DictConfig) -> CriticLoss:
     return clipped_critic(system.clip_eps) if system.clip_value_loss else regression_critic
 
 
+class ActionDistribution(Protocol):
+    """What the losses read of the policy's distribution at a minibatch's steps (networks/distributions.py)."""
+
+    def log_prob(self, action: jax.Array) -> jax.Array: ...
+    def kl_from(self, behaviour: PyTree) -> jax.Array: ...  # KL(π_old ‖ π) from π_old's recorded `parameters()`
+    def entropy(self, seed: jax.Array) -> jax.Array: ...
+
+
 class MinibatchApply(NamedTuple):
     """How a learner applies its networks to one of its minibatches (feed-forward: to each step alone; recurrent:
     to whole sequences from their stored hidden state), so that one loss and one update serve both."""
 
     # ((actor, critic) params, obs_norm, minibatch) -> the policy's distribution at the minibatch's steps, `[B]`
-    actor: Callable[[Any, Any, Any], Any]
+    actor: Callable[[ActorCriticParams, PyTree, PyTree], ActionDistribution]
     # ((actor, critic) params, obs_norm, minibatch) -> V at the minibatch's steps, `[B]`
-    critic: Callable[[Any, Any, Any], Array]
+    critic: Callable[[ActorCriticParams, PyTree, PyTree], Array]
     # minibatch -> (its steps' transitions, advantages, value targets), `[B]` each, in the networks' step order
-    steps: Callable[[Any], Tuple[ActorCriticTransition, Array, Array]]
+    steps: Callable[[PyTree], Tuple[ActorCriticTransition, Array, Array]]
 
 
 def feed_forward_apply(networks: PolicyAndValue) -> MinibatchApply:
@@ -137,7 +146,7 @@ def make_update_minibatch(apply: MinibatchApply, update_fns: ActorCriticUpdateFn
     params pair: with separate networks each half gets its own loss's gradient alone, and a shared torso gets
     both."""
 
-    def actor_loss(params, minibatch, obs_norm, key: jax.Array, objective_state: Any):
+    def actor_loss(params, minibatch, obs_norm, key: jax.Array, objective_state: PyTree):
         dist = apply.actor(params, obs_norm, minibatch)
         traj, advantages, _ = apply.steps(minibatch)
         log_prob = dist.log_prob(traj.action)
@@ -156,12 +165,12 @@ def make_update_minibatch(apply: MinibatchApply, update_fns: ActorCriticUpdateFn
         value_loss = critic_loss(values, traj.value, targets)
         return system.vf_coef * value_loss, {"value_loss": value_loss}
 
-    def total_loss(params, minibatch, obs_norm, key: jax.Array, objective_state: Any):
+    def total_loss(params, minibatch, obs_norm, key: jax.Array, objective_state: PyTree):
         actor_total, actor_metrics = actor_loss(params, minibatch, obs_norm, key, objective_state)
         critic_total, critic_metrics = critic_loss_and_metrics(params, minibatch, obs_norm)
         return actor_total + critic_total, {**actor_metrics, **critic_metrics}
 
-    def update_minibatch(carry, minibatch, entropy_key: jax.Array, objective_state: Any):
+    def update_minibatch(carry, minibatch, entropy_key: jax.Array, objective_state: PyTree):
         params, opt_states, obs_norm = carry
         grads, metrics = jax.grad(total_loss, has_aux=True)(params, minibatch, obs_norm, entropy_key, objective_state)
         params, opt_states, metrics = apply_gradients(update_fns, params, opt_states, grads.actor, grads.critic,
@@ -172,7 +181,7 @@ def make_update_minibatch(apply: MinibatchApply, update_fns: ActorCriticUpdateFn
 
 
 def apply_gradients(update_fns: ActorCriticUpdateFns, params: ActorCriticParams, opt_states: ActorCriticOptStates,
-                    actor_grads: Any, critic_grads: Any, metrics: Metrics
+                    actor_grads: Params, critic_grads: Params, metrics: Metrics
                     ) -> Tuple[ActorCriticParams, ActorCriticOptStates, Metrics]:
     """One optimiser step of the actor and the critic on one slot's gradients, averaged over the update batch and
     the devices first (the metrics too), so that every replica takes the same step."""
@@ -202,13 +211,13 @@ def make_act(networks: PolicyAndValue) -> rollout.ActFn:
 
 
 # learn_from_steps(state, rollout) -> (state, transitions, train metrics): one update on a collected rollout
-LearnFromSteps = Callable[[Any, RolloutStep], Tuple[Any, ActorCriticTransition, Metrics]]
+LearnFromSteps = Callable[[LearnerState, RolloutStep], Tuple[LearnerState, ActorCriticTransition, Metrics]]
 
 
 def gae_targets(system: DictConfig) -> RolloutTargets:
     """Truncation-correct GAE(system.gae_lambda) on the rollout's values."""
 
-    def targets(networks: PolicyAndValue, params: ActorCriticParams, obs_norm: Any, traj: ActorCriticTransition
+    def targets(networks: PolicyAndValue, params: ActorCriticParams, obs_norm: PyTree, traj: ActorCriticTransition
                 ) -> Tuple[Array, Array]:
         del networks, params, obs_norm
         return truncated_gae(traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma,
@@ -234,7 +243,7 @@ def make_learn_from_steps(networks: PolicyAndValue, update_fns: ActorCriticUpdat
         dist = networks.policy(params, normalization.normalize(obs_norm, observation))
         return parallel.pmean_batch_then_device(jnp.mean(dist.kl_from(behaviour)))
 
-    def learn_from_steps(state, steps: RolloutStep) -> Tuple[Any, ActorCriticTransition, Metrics]:
+    def learn_from_steps(state, steps: RolloutStep) -> Tuple[LearnerState, ActorCriticTransition, Metrics]:
         values, next_values = rollout.step_and_successor_values(
             lambda observation: networks.value(state.params, observation), state.obs_norm, steps)
         traj = transitions(steps, values, next_values, system.reward_scale)
@@ -256,7 +265,7 @@ def get_learner_fn(env: VmapWrapper, networks: PolicyAndValue, update_fns: Actor
     act = make_act(networks)
     learn_from_steps = make_learn_from_steps(networks, update_fns, config.system, objective, critic_loss)
 
-    def update_step(state) -> Tuple[Any, LearnerOutput]:
+    def update_step(state) -> Tuple[LearnerState, LearnerOutput]:
         state, steps = rollout.collect_rollout(env, act, state, config.system.rollout_length,
                                                 config.arch.rollout_unroll)
         state, traj, train_metrics = learn_from_steps(state, steps)
@@ -300,17 +309,27 @@ class ActorCriticSetup(NamedTuple):
     apply_fns: ActorCriticApplyFns  # each network on its own params (AlphaZero's search reads them so)
     networks: PolicyAndValue  # both read from the params pair (what the policy-gradient learner reads)
     update_fns: ActorCriticUpdateFns
-    learner_state: Any
+    learner_state: LearnerState
     eval_policy: EvalPolicy
 
 
-def eval_params(slot: Any) -> Any:
+class ActorCriticSlot(Protocol):
+    """What `eval_params` and `actor_params` read of one slot of an actor-critic's learner state."""
+
+    @property
+    def params(self) -> ActorCriticParams: ...
+    @property
+    def obs_norm(self) -> PyTree: ...
+
+
+def eval_params(slot: ActorCriticSlot) -> Tuple[Params, PyTree]:
     """What `actor_policy` evaluates of one slot of an on-policy actor-critic's state."""
     return slot.params.actor, slot.obs_norm
 
 
 def build_actor_critic(env: Environment, key: jax.Array, config: DictConfig, budget: Budget,
-                       state_type: Callable[..., Any] = OnPolicyLearnerState, **extra_state: Any) -> ActorCriticSetup:
+                       state_type: Callable[..., LearnerState] = OnPolicyLearnerState, **extra_state: PyTree
+                       ) -> ActorCriticSetup:
     """Separate actor and critic networks and optimisers (`actor_critic_optimizers`), and the initial state
     (`state_type`, with `extra_state` besides the on-policy fields). Shared by every feed-forward on-policy
     actor-critic and by AlphaZero, whose policy and value networks are these."""
@@ -335,7 +354,7 @@ class ActorCriticNetworks(NamedTuple):
     eval_policy: EvalPolicy
 
 
-def actor_critic_networks(action_space: Any, observation: Any, actor_key: jax.Array, critic_key: jax.Array,
+def actor_critic_networks(action_space: ActionSpace, observation: Observation, actor_key: jax.Array, critic_key: jax.Array,
                           config: DictConfig, budget: Budget) -> ActorCriticNetworks:
     """The actor and critic for `action_space`, initialised on `observation` (a batch of 1), and their optimisers:
     what Anakin's and Sebulba's learners of one system share. `network.shared_torso: True` puts the critic's head
@@ -352,12 +371,12 @@ def actor_critic_networks(action_space: Any, observation: Any, actor_key: jax.Ar
                                actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)))
 
 
-def actor_params(slot: Any) -> Any:
+def actor_params(slot: ActorCriticSlot) -> Tuple[ActorCriticParams, PyTree]:
     """What `make_act` acts with, and the statistics that normalise what it sees, of one learner slot."""
     return slot.params, slot.obs_norm
 
 
-def make_sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int,
+def make_sebulba_setup(envs: CpuVectorEnv, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int,
                    objective: ActorObjective, critic_loss: CriticLoss) -> SebulbaSetup:
     """A system's learner for arch=sebulba: the networks, optimisers, acting function and update Anakin's `make_system_setup`
     builds, with the rollout collected by actor threads over CPU `envs` (cpu_vector_env.CpuVectorEnv)."""
@@ -376,7 +395,7 @@ def make_sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Bu
     learn_from_steps = make_learn_from_steps(networks.networks, networks.update_fns, system, objective,
                                              critic_loss)
 
-    def learn_step(state: Any, steps: RolloutStep) -> Tuple[Any, Metrics]:
+    def learn_step(state: SebulbaLearnerState, steps: RolloutStep) -> Tuple[SebulbaLearnerState, Metrics]:
         state, _, train_metrics = learn_from_steps(state, steps)
         return state, train_metrics
 
@@ -385,8 +404,8 @@ def make_sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Bu
 
 
 def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budget: Budget, objective: ActorObjective,
-           critic_loss: CriticLoss, state_type: Callable[..., Any] = OnPolicyLearnerState,
-           **objective_state: Any) -> SystemSetup:
+           critic_loss: CriticLoss, state_type: Callable[..., LearnerState] = OnPolicyLearnerState,
+           **objective_state: PyTree) -> SystemSetup:
     """A system's `learner_setup`: separate actor and critic networks and optimisers, and the initial state
     (`state_type`, with the objective's own fields `objective_state` besides the on-policy ones)."""
     parts = build_actor_critic(env, key, config, budget, state_type, **objective_state)

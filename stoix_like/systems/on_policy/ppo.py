@@ -6,13 +6,12 @@ The clipped surrogate objective and PPO's clipped value loss on the shared actor
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax
 from omegaconf import DictConfig
 
 from stoix_like.run import experiment
 from stoix_like.learner.budget import Budget
+from stoix_like.envs.cpu_vector_env import CpuVectorEnv
 from stoix_like.envs.environment import Environment
 from stoix_like.ops.losses import ppo_clip_loss
 from stoix_like.learner.system_contract import SebulbaSetup, SystemSetup
@@ -35,7 +34,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
                                   policy_gradient.ppo_critic(config.system))
 
 
-def sebulba_setup(envs: Any, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int
+def sebulba_setup(envs: CpuVectorEnv, key: jax.Array, config: DictConfig, budget: Budget, n_learner_devices: int
                   ) -> SebulbaSetup:
     """The same PPO update, fed by Sebulba's actor threads (arch=sebulba)."""
     return policy_gradient.make_sebulba_setup(envs, key, config, budget, n_learner_devices,

@@ -8,7 +8,7 @@ learner state (`PPOPenaltyLearnerState.kl_coef`), so a resumed run continues wit
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Tuple
+from typing import NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -21,19 +21,19 @@ from stoix_like.ops.losses import adapt_kl_coef, ppo_penalty_loss
 from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems.on_policy import policy_gradient
 from stoix_like.systems.on_policy.policy_gradient import ActorObjective, PolicyLossInputs
-from stoix_like.types import Array, EnvState, Metrics, PRNGKey, TimeStep
+from stoix_like.types import ActorCriticOptStates, ActorCriticParams, Array, EnvState, Metrics, PRNGKey, PyTree, TimeStep
 
 
 class PPOPenaltyLearnerState(NamedTuple):
     """PPO-penalty's learner state: an on-policy state that also carries the KL penalty's weight β, which adapts
     after every update (and so must survive a checkpoint)."""
 
-    params: Any
-    opt_states: Any
+    params: ActorCriticParams
+    opt_states: ActorCriticOptStates
     key: PRNGKey
     env_state: EnvState
     timestep: TimeStep
-    obs_norm: Any
+    obs_norm: PyTree  # normalization.RunningStatistics, or () when system.normalize_observations is off
     kl_coef: Array  # β, the same in every (device, batch) slot: it adapts to the KL averaged over all of them
 
 

@@ -7,7 +7,7 @@ minibatches of regression onto those targets. Action masks are honoured when act
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Tuple
+from typing import Callable, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -32,18 +32,18 @@ from stoix_like.learner.optim import make_optimizer
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems.on_policy import rollout
 from stoix_like.systems.q_learning.value_based import greedy_policy
-from stoix_like.types import Array, EnvState, Observation, PRNGKey, RolloutStep, TimeStep
+from stoix_like.types import Array, EnvState, Observation, OptState, Params, PRNGKey, PyTree, RolloutStep, TimeStep
 
 
 class PQNLearnerState(NamedTuple):
     """An on-policy learner state that also counts its updates, which drive PQN's epsilon schedule."""
 
-    params: Any
-    opt_states: Any
+    params: Params  # the Q-network's
+    opt_states: OptState
     key: PRNGKey
     env_state: EnvState
     timestep: TimeStep
-    obs_norm: Any
+    obs_norm: PyTree  # normalization.RunningStatistics, or () when system.normalize_observations is off
     update_count: Array  # updates (rollout + learning) done so far
 
 

@@ -12,7 +12,7 @@ the rollout → PPO's actor and critic update (`policy_gradient.make_update_mini
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple, Tuple
+from typing import Callable, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -28,32 +28,34 @@ from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.learner.evaluator import PolicyWithMemory
 from stoix_like.networks.factory import build_recurrent_actor, build_recurrent_critic
-from stoix_like.networks.recurrent import RecurrentActor, opens_episode
+from stoix_like.networks.recurrent import Hidden, RecurrentActor, opens_episode
 from stoix_like.ops.returns import truncated_gae
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient, rollout
 from stoix_like.systems.on_policy.ppo import clipped_objective
-from stoix_like.types import ActorCriticApplyFns, ActorCriticParams, ActorCriticTransition, ActorCriticUpdateFns, Array, EnvState, Observation, PRNGKey, TimeStep
+from stoix_like.types import ActorCriticApplyFns, ActorCriticOptStates, ActorCriticParams, ActorCriticTransition, ActorCriticUpdateFns, Array, EnvState, Observation, Params, PRNGKey, PyTree, TimeStep
 
 
 class RecurrentLearnerState(NamedTuple):
     """An on-policy learner state whose policy remembers (recurrent PPO): `OnPolicyLearnerState`'s fields and each
     env's hidden state, carried from one rollout into the next."""
 
-    params: Any
-    opt_states: Any
+    params: ActorCriticParams
+    opt_states: ActorCriticOptStates
     key: PRNGKey
     env_state: EnvState
     timestep: TimeStep
-    obs_norm: Any
-    hidden: Any  # (actor's, critic's) hidden state per env, leaves (num_envs, hidden_size); zero where one starts
+    obs_norm: PyTree  # normalization.RunningStatistics, or () when system.normalize_observations is off
+    # (actor's, critic's) hidden state per env, leaves (num_envs, hidden_size); zero where one starts
+    hidden: Tuple[Hidden, Hidden]
 
 
 class Sequences(NamedTuple):
     """A rollout as its minibatches are cut from it: leaves lead with the env axis, so a split keeps every env's
     sequence whole with the hidden state it starts from."""
 
-    start_hidden: Any  # (actor's, critic's) hidden state when the rollout began, leaves (envs, hidden_size)
+    # (actor's, critic's) hidden state when the rollout began, leaves (envs, hidden_size)
+    start_hidden: Tuple[Hidden, Hidden]
     reset: Array  # (envs, T): the step opens an episode
     transitions: ActorCriticTransition  # leaves (envs, T, ...)
     advantages: Array  # (envs, T)
@@ -74,16 +76,16 @@ def sequence_apply(apply_fns: ActorCriticApplyFns) -> policy_gradient.MinibatchA
     flattened, as the networks' heads see them."""
     actor_apply, critic_apply = apply_fns
 
-    def observations(obs_norm: Any, sequences: Sequences) -> Observation:
+    def observations(obs_norm: PyTree, sequences: Sequences) -> Observation:
         return normalization.normalize(
             obs_norm, jax.tree_util.tree_map(_time_major, sequences.transitions.observation))
 
-    def actor(params: Any, obs_norm: Any, sequences: Sequences):
+    def actor(params: ActorCriticParams, obs_norm: PyTree, sequences: Sequences):
         _, dist = actor_apply(params.actor, sequences.start_hidden[0], observations(obs_norm, sequences),
                               _time_major(sequences.reset))
         return dist
 
-    def critic(params: Any, obs_norm: Any, sequences: Sequences) -> Array:
+    def critic(params: ActorCriticParams, obs_norm: PyTree, sequences: Sequences) -> Array:
         _, values = critic_apply(params.critic, sequences.start_hidden[1], observations(obs_norm, sequences),
                                  _time_major(sequences.reset))
         return values
@@ -114,7 +116,7 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
                     "reset": reset[0], "critic_hidden": critic_hidden}
         return state._replace(hidden=(actor_hidden, critic_hidden)), action, dist.to_env_action(action), recorded
 
-    def successor_values(critic_params: Any, obs_norm: Any, critic_hidden: Any, next_observation: Observation):
+    def successor_values(critic_params: Params, obs_norm: PyTree, critic_hidden: PyTree, next_observation: Observation):
         """V of each step's true successor, read by the critic from its hidden state after that step (never a
         reset: the successor belongs to the same episode), in one batched pass over the (T × envs) steps."""
         flat = lambda x: x.reshape((1, -1) + x.shape[2:])  # (T, envs, ...) -> one step of T · envs sequences
@@ -146,9 +148,9 @@ def get_learner_fn(env: VmapWrapper, apply_fns: ActorCriticApplyFns, update_fns:
 def recurrent_actor_policy(actor: RecurrentActor, greedy: bool) -> PolicyWithMemory:
     """The eval policy: eval params are `(actor params, obs_norm)`, and each eval env carries its actor's hidden
     state through its episode."""
-    actor_apply: Callable[..., Any] = actor.apply  # flax types apply's result loosely; ours is (hidden, dist)
+    actor_apply: Callable[..., tuple] = actor.apply  # flax types apply's result loosely; ours is (hidden, dist)
 
-    def act(eval_params: Any, observation: Observation, reset: Array, hidden: Any, key: jax.Array):
+    def act(eval_params: Tuple[Params, PyTree], observation: Observation, reset: Array, hidden: Hidden, key: jax.Array):
         actor_params, obs_norm = eval_params
         hidden, dist = actor_apply(actor_params, hidden, _one_step(normalization.normalize(obs_norm, observation)),
                                    reset[None])

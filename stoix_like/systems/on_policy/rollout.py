@@ -9,7 +9,7 @@ update-batch slot).
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, Protocol, Tuple, TypeVar
+from typing import Callable, Dict, Protocol, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -23,29 +23,33 @@ from stoix_like.learner.budget import Budget, check_divides
 from stoix_like.ops import packing
 from stoix_like.ops.shuffling import uniform_permutation
 from stoix_like.systems import slot_state
-from stoix_like.types import EnvState, Observation, PRNGKey, RolloutStep, TimeStep
+from stoix_like.types import EnvState, Metrics, Observation, OptState, Params, PRNGKey, PyTree, RolloutStep, TimeStep
+
+LearnerStateT = TypeVar("LearnerStateT", bound="OnPolicyState")
 
 # act(params, normalised observation, key) -> (action to store, action for the env, per-step policy extras)
-ActFn = Callable[[Any, Observation, jax.Array], Tuple[jax.Array, jax.Array, Any]]
+ActFn = Callable[[Params, Observation, jax.Array], Tuple[jax.Array, jax.Array, PyTree]]
 # act(learner state, normalised observation, key) -> (learner state, action to store, action for the env, extras): a
 # policy that reads or moves more of the learner state than its params (a recurrent one's hidden state; a search,
 # which plans from the env states themselves)
-StatefulActFn = Callable[[Any, Observation, jax.Array], Tuple[Any, jax.Array, jax.Array, Any]]
+StatefulActFn = Callable[[LearnerStateT, Observation, jax.Array], Tuple[LearnerStateT, jax.Array, jax.Array, PyTree]]
+# what update_minibatch carries from one minibatch to the next: (params, opt_states, obs_norm)
+MinibatchCarry = Tuple[Params, OptState, PyTree]
 # update_minibatch(carry, minibatch, key) -> (carry, metrics)
-MinibatchUpdateFn = Callable[[Any, Any, jax.Array], Tuple[Any, Any]]
+MinibatchUpdateFn = Callable[[MinibatchCarry, PyTree, jax.Array], Tuple[MinibatchCarry, Metrics]]
 
-LearnerStateT = TypeVar("LearnerStateT", bound="OnPolicyState")
+BatchT = TypeVar("BatchT")
 
 
 class OnPolicyState(Protocol):
     """The learner-state fields the helpers here read and replace (types.OnPolicyLearnerState, PQNLearnerState)."""
 
     @property
-    def params(self) -> Any: ...  # acted with, then learnt
+    def params(self) -> Params: ...  # acted with, then learnt
     @property
-    def opt_states(self) -> Any: ...  # learn_from_rollout only
+    def opt_states(self) -> OptState: ...  # learn_from_rollout only
     @property
-    def obs_norm(self) -> Any: ...  # normalises what the policy sees; moved after learning
+    def obs_norm(self) -> PyTree: ...  # normalises what the policy sees; moved after learning
     @property
     def key(self) -> PRNGKey: ...  # split once per env step and once per update
     @property
@@ -53,7 +57,7 @@ class OnPolicyState(Protocol):
     @property
     def timestep(self) -> TimeStep: ...
     # the fields the helpers replace; a NamedTuple's _replace accepts these among its own
-    def _replace(self: LearnerStateT, *, params: Any = ..., opt_states: Any = ..., obs_norm: Any = ...,
+    def _replace(self: LearnerStateT, *, params: Params = ..., opt_states: OptState = ..., obs_norm: PyTree = ...,
                  key: PRNGKey = ..., env_state: EnvState = ..., timestep: TimeStep = ...) -> LearnerStateT: ...
 
 
@@ -71,8 +75,8 @@ def collect_rollout(env: VmapWrapper, act: ActFn, state: LearnerStateT, rollout_
     return collect_rollout_from_state(env, act_from_params, state, rollout_length, unroll)
 
 
-def collect_rollout_from_state(env: VmapWrapper, act: StatefulActFn, state: LearnerStateT, rollout_length: int,
-                               unroll: int) -> Tuple[LearnerStateT, RolloutStep]:
+def collect_rollout_from_state(env: VmapWrapper, act: StatefulActFn[LearnerStateT], state: LearnerStateT,
+                               rollout_length: int, unroll: int) -> Tuple[LearnerStateT, RolloutStep]:
     """`collect_rollout` for a policy that reads or moves more of the learner state than its params: a recurrent
     one's hidden state (reset where `state.timestep` opens an episode), a search's env states. The trajectory is
     the same."""
@@ -98,7 +102,7 @@ def collect_rollout_from_state(env: VmapWrapper, act: StatefulActFn, state: Lear
     return packing.scan_records(env_step, state, rollout_length, unroll)
 
 
-def step_and_successor_values(value: Callable[[Observation], jax.Array], obs_norm: Any, steps: RolloutStep
+def step_and_successor_values(value: Callable[[Observation], jax.Array], obs_norm: PyTree, steps: RolloutStep
                                ) -> Tuple[jax.Array, jax.Array]:
     """V of each step's observation and of its true successor, `(T, envs)` each, by `value` (the critic under the
     params that acted) in two batched passes over the (T × envs) steps, with the rollout's statistics.
@@ -113,7 +117,7 @@ def step_and_successor_values(value: Callable[[Observation], jax.Array], obs_nor
             value(normalization.normalize(obs_norm, steps.next_observation)))
 
 
-def shuffled_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> Any:
+def shuffled_minibatches(key: jax.Array, batch: BatchT, num_minibatches: int) -> BatchT:
     """Flattens time-major `(T, num_envs, ...)` leaves, shuffles them with one shared permutation and splits
     them into `(num_minibatches, T * num_envs / num_minibatches, ...)`."""
     leaves = jax.tree_util.tree_leaves(batch)
@@ -127,7 +131,7 @@ def shuffled_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> An
     return jax.tree_util.tree_map(to_minibatches, batch)
 
 
-def shuffled_env_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> Any:
+def shuffled_env_minibatches(key: jax.Array, batch: BatchT, num_minibatches: int) -> BatchT:
     """Splits whole sequences, never steps: leaves lead with the env axis `(num_envs, ...)` (a sequence
     `(num_envs, T, ...)`, or what each env's sequence starts from); the envs are shuffled with one shared
     permutation into `(num_minibatches, num_envs / num_minibatches, ...)`."""
@@ -137,12 +141,12 @@ def shuffled_env_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -
 
 
 # split(key, batch, num_minibatches) -> the batch's leaves as (num_minibatches, minibatch size, ...)
-SplitFn = Callable[[jax.Array, Any, int], Any]
+SplitFn = Callable[[jax.Array, PyTree, int], PyTree]
 
 
-def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: Any, batch: Any, key: jax.Array,
+def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: MinibatchCarry, batch: PyTree, key: jax.Array,
                        num_epochs: int, num_minibatches: int, split: SplitFn = shuffled_minibatches
-                       ) -> Tuple[Any, Any]:
+                       ) -> Tuple[MinibatchCarry, Metrics]:
     """`num_epochs` passes over `batch`, each reshuffled into `num_minibatches` minibatches by `split` (steps
     by default; `shuffled_env_minibatches` keeps sequences whole).
 
@@ -167,7 +171,7 @@ def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: Any, batch: A
     return carry, metrics
 
 
-def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT, batch: Any,
+def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT, batch: PyTree,
                        observations: Observation, system: DictConfig, split: SplitFn = shuffled_minibatches
                        ) -> Tuple[LearnerStateT, Dict[str, jax.Array]]:
     """`system.epochs` × `system.num_minibatches` updates of (params, opt_states) on `batch`, then the observation
@@ -206,7 +210,7 @@ def optimizer_steps(system: DictConfig, budget: Budget) -> int:
 
 
 def initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, env_key: jax.Array,
-                          step_key: jax.Array, system: DictConfig, budget: Budget, **learnt: Any) -> LearnerStateT:
+                          step_key: jax.Array, system: DictConfig, budget: Budget, **learnt: PyTree) -> LearnerStateT:
     """The state every (device, batch) slot starts from: the same `learnt` fields (params, optimiser states,
     counters) and fresh observation statistics in every slot, with its own envs and key."""
     env_keys, step_keys = slot_state.slot_keys(env_key, step_key, budget.update_batch_size, budget.num_envs)
@@ -217,5 +221,5 @@ def initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environ
 # eagerly, every distinct leaf shape would compile a small program of its own on the first seed's setup.
 @functools.partial(compilation_cache.jit_setup_program, static_argnums=(0, 1, 2))
 def _initial_learner_state(state_type: Callable[..., LearnerStateT], env: Environment, normalize_observations: bool,
-                           env_keys: jax.Array, step_keys: jax.Array, learnt: Dict[str, Any]) -> LearnerStateT:
+                           env_keys: jax.Array, step_keys: jax.Array, learnt: Dict[str, PyTree]) -> LearnerStateT:
     return slot_state.every_slot(state_type, env, normalize_observations, env_keys, step_keys, learnt)

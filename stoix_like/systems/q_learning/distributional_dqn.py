@@ -9,7 +9,7 @@ and n-step returns (config/rainbow.yaml). Everything else is shared (q_learning/
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple
+from typing import Callable, Dict, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -60,7 +60,7 @@ def _quantile_loss(system: DictConfig, select_next_action: Callable) -> value_ba
 
 
 class Distribution(NamedTuple):
-    make_loss: Callable[[Any, Callable], value_based.QLoss]
+    make_loss: Callable[[DictConfig, Callable], value_based.QLoss]
     head: str  # the head kind the loss reads (value_based.HEAD_KINDS)
     example_networks: str
 

@@ -9,7 +9,7 @@ shared (stoix_like/systems/q_learning/value_based.py, off_policy.py); this file 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Callable, Dict
 
 import jax
 import jax.numpy as jnp

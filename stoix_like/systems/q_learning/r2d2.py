@@ -23,7 +23,7 @@ replay and acting plumbing: off_policy.py) is how a Q-network with memory acts a
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, Tuple
+from typing import Callable, Dict, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -41,14 +41,14 @@ from stoix_like.learner.evaluator import PolicyWithMemory
 from stoix_like.learner.exploration import epsilon_greedy, epsilon_schedule, per_actor_epsilons
 from stoix_like.networks.factory import build_recurrent_q_network
 from stoix_like.networks.noisy import NOISE_STREAM
-from stoix_like.networks.recurrent import RecurrentQNetwork, reset_where
+from stoix_like.networks.recurrent import Hidden, RecurrentQNetwork, reset_where
 from stoix_like.ops import losses
 from stoix_like.ops.masking import masked_argmax
 from stoix_like.learner.replay import Transition
 from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.systems.q_learning import value_based
-from stoix_like.types import Array, Observation, OnlineAndTarget
+from stoix_like.types import Array, Observation, OnlineAndTarget, Params, PyTree
 
 EXAMPLE_NETWORKS = "lstm_r2d2 or gru_r2d2"
 
@@ -76,7 +76,7 @@ def make_acting(apply: Callable, q_network: RecurrentQNetwork, system: DictConfi
                                   total_timesteps)
     exponent = float(system.epsilon_actor_exponent)
 
-    def act(params: OnlineAndTarget, observation: Observation, reset: Array, memory: Any, key: jax.Array,
+    def act(params: OnlineAndTarget, observation: Observation, reset: Array, memory: Hidden, key: jax.Array,
             global_env_steps: Array):
         noise_key, explore_key = jax.random.split(key)
         entered = reset_where(reset, memory)  # what a replayed sequence starting here starts from
@@ -91,7 +91,7 @@ def make_acting(apply: Callable, q_network: RecurrentQNetwork, system: DictConfi
 def greedy_policy(apply: Callable, q_network: RecurrentQNetwork) -> PolicyWithMemory:
     """The eval policy: greedy under the mean network; eval params are `(online params, obs_norm)`."""
 
-    def act(eval_params: Any, observation: Observation, reset: Array, hidden: Any, key: jax.Array):
+    def act(eval_params: Tuple[Params, PyTree], observation: Observation, reset: Array, hidden: Hidden, key: jax.Array):
         del key
         q_params, obs_norm = eval_params
         hidden, q_values = apply(q_params, hidden, _one_step(normalization.normalize(obs_norm, observation)),
@@ -107,8 +107,8 @@ def sequence_resets(last: Array) -> Array:
     return jnp.concatenate([jnp.zeros_like(last[:1], bool), last[:-1].astype(bool)], axis=0)
 
 
-def unroll_after_burn_in(network: Callable, start: Any, observation: Observation, reset: Array, burn_in: int
-                         ) -> Tuple[Array, Any]:
+def unroll_after_burn_in(network: Callable, start: Hidden, observation: Observation, reset: Array, burn_in: int
+                         ) -> Tuple[Array, Hidden]:
     """Q-values `(L − burn_in, B, A)` of the steps after the burn-in and the hidden state after each of them.
 
     The first `burn_in` steps only warm the stored hidden state up: no gradient flows through them, so the loss
@@ -123,7 +123,7 @@ def unroll_after_burn_in(network: Callable, start: Any, observation: Observation
     return q_values, per_step_hidden
 
 
-def successor_q_values(network: Callable, per_step_hidden: Any, next_observation: Observation) -> Array:
+def successor_q_values(network: Callable, per_step_hidden: Hidden, next_observation: Observation) -> Array:
     """Q `(T, B, A)` of each step's true successor, read from the hidden state after that step (never a reset: the
     successor belongs to the same episode, also at a time limit), in one pass over the T · B steps."""
     steps, batch = next_observation.step_count.shape[:2]

@@ -15,7 +15,7 @@ gradient step with its device-and-batch averaging, the target update and the off
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +29,7 @@ from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
 from stoix_like.learner.exploration import epsilon_greedy, epsilon_schedule
+from stoix_like.networks.base import FeedForwardQNetwork
 from stoix_like.networks.factory import build_q_network
 from stoix_like.networks.heads import CategoricalQOutput, QuantileQOutput
 from stoix_like.networks.noisy import NOISE_STREAM
@@ -44,9 +45,11 @@ QLoss = Callable[[Callable, Callable, Transition], Tuple[jax.Array, jax.Array, D
 # What a head outputs, by output type; a system names the kind its loss needs.
 HEAD_KINDS = {CategoricalQOutput: "categorical", QuantileQOutput: "quantile"}
 SCALAR = "scalar"
+# What a Q head outputs: scalar Q-values [B, A], or a return distribution around its expected Q-values
+QOutput = Union[jax.Array, CategoricalQOutput, QuantileQOutput]
 
 
-def head_kind(output: Any) -> str:
+def head_kind(output: QOutput) -> str:
     return HEAD_KINDS.get(type(output), SCALAR)
 
 
@@ -55,7 +58,7 @@ def q_values_of(output: Any) -> jax.Array:
     return getattr(output, "q_values", output)
 
 
-def make_apply(q_network: Any) -> Callable:
+def make_apply(q_network: FeedForwardQNetwork) -> Callable:
     """`apply(params, observation, noise_key=None)`: with a key, noisy layers sample their noise from it;
     without one they use their mean weights (greedy evaluation). Networks without noisy layers ignore the key."""
 

@@ -28,36 +28,40 @@ from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.networks.actor_critic import PolicyAndValue
+from stoix_like.networks.distributions import MaskedCategorical
 from stoix_like.ops.losses import l2_loss, policy_distillation_loss
 from stoix_like.ops.returns import lambda_returns
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems.on_policy import policy_gradient, rollout
 from stoix_like.systems.search import mcts
-from stoix_like.types import ActorCriticApplyFns, ActorCriticUpdateFns, Array, Observation, OnPolicyLearnerState
+from stoix_like.types import (ActorCriticApplyFns, ActorCriticParams, ActorCriticUpdateFns, Array, EnvState,
+                              Observation, OnPolicyLearnerState, PyTree, TimeStep)
 
 
 class SearchedPolicy(NamedTuple):
     """How the policy network meets the search: the search's actions at a node, the env action each stands for,
-    what the policy learns from each search and its loss on that."""
+    what the policy learns from each search and its loss on that. The policy distribution is an `mcts.Policy` of
+    the kind the searched policy reads (AlphaZero's a MaskedCategorical, for its logits), hence typed Any here."""
 
     # expand(policy distribution [B], value [B], observation [B], key) -> the node's search actions and prior
     expand: Callable[[Any, Array, Observation, jax.Array], mcts.Expansion]
     env_action: mcts.EnvAction
     # policy_target(root, search output) -> what the policy is fitted to at this step (recorded with the step)
-    policy_target: Callable[[mctx.RootFnOutput, mctx.PolicyOutput], Any]
+    policy_target: Callable[[mctx.RootFnOutput, mctx.PolicyOutput], PyTree]
     # policy_loss(policy distribution [B], targets [B], key) -> (loss, metrics)
-    policy_loss: Callable[[Any, Any, jax.Array], Tuple[Array, Dict[str, Array]]]
+    policy_loss: Callable[[Any, PyTree, jax.Array], Tuple[Array, Dict[str, Array]]]
 
 
-def _every_action(dist: Any, value: Array, observation: Observation, key: jax.Array) -> mcts.Expansion:
+def _every_action(dist: MaskedCategorical, value: Array, observation: Observation, key: jax.Array) -> mcts.Expansion:
     del key  # every action is searched: nothing is drawn
     return mcts.Expansion(dist.logits, value, observation.action_mask, ())
 
 
-def distil_search_weights(ent_coef: float) -> Callable[[Any, Array, jax.Array], Tuple[Array, Dict[str, Array]]]:
+def distil_search_weights(ent_coef: float
+                          ) -> Callable[[MaskedCategorical, Array, jax.Array], Tuple[Array, Dict[str, Array]]]:
     """The policy's loss: cross-entropy to the search's weights, minus `ent_coef` × its entropy (0: none)."""
 
-    def policy_loss(dist: Any, search_weights: Array, key: jax.Array) -> Tuple[Array, Dict[str, Array]]:
+    def policy_loss(dist: MaskedCategorical, search_weights: Array, key: jax.Array) -> Tuple[Array, Dict[str, Array]]:
         del key  # a categorical's entropy is exact
         distillation = policy_distillation_loss(search_weights, dist.logits)
         entropy = jnp.mean(dist.entropy())
@@ -76,7 +80,7 @@ def every_action(ent_coef: float) -> SearchedPolicy:
 # plan(search params, key, env states [B], timesteps [B]) -> (action to store [B], env action [B, ...], recorded):
 # `recorded` holds "policy_target" (what the policy is fitted to at this step), "search_value" ([B], what the value
 # targets bootstrap from, `mcts.bootstrap_values`) and "statistics" ({name: [B]}, logged as their means)
-Plan = Callable[[Any, jax.Array, Any, Any], Tuple[Array, Array, Dict[str, Any]]]
+Plan = Callable[[PyTree, jax.Array, EnvState, TimeStep], Tuple[Array, Array, Dict[str, PyTree]]]
 
 
 class Search(NamedTuple):
@@ -86,7 +90,7 @@ class Search(NamedTuple):
     AlphaZero's and Sampled AlphaZero's plan is `tree_search`; SPO's a particle filter (spo.py)."""
 
     planner: Callable[[Environment, PolicyAndValue, DictConfig], Plan]
-    policy_loss: Callable[[Any, Any, jax.Array], Tuple[Array, Dict[str, Array]]]
+    policy_loss: Callable[[Any, PyTree, jax.Array], Tuple[Array, Dict[str, Array]]]
 
 
 def tree_search(searched: SearchedPolicy) -> Search:
@@ -94,13 +98,13 @@ def tree_search(searched: SearchedPolicy) -> Search:
     network expands as `searched` says."""
 
     def planner(env: Environment, networks: PolicyAndValue, system: DictConfig) -> Plan:
-        def expand(search_params: Any, key: jax.Array, observation: Observation) -> mcts.Expansion:
+        def expand(search_params: PyTree, key: jax.Array, observation: Observation) -> mcts.Expansion:
             return searched.expand(networks.policy(search_params, observation),
                                    networks.value(search_params, observation), observation, key)
 
         recurrent_fn = mcts.env_model(env, expand, float(system.gamma), searched.env_action)
 
-        def plan(search_params: Any, key: jax.Array, env_state: Any, timestep: Any):
+        def plan(search_params: PyTree, key: jax.Array, env_state: EnvState, timestep: TimeStep):
             root_key = jax.random.fold_in(key, 0)  # the root's own draws (Sampled AlphaZero's); the search keeps `key`
             root = mcts.network_root(expand, search_params, root_key, env_state, timestep)
             output = mcts.run_search(str(system.search_policy), search_params, key, root, recurrent_fn,
@@ -124,11 +128,11 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
     actor_apply, critic_apply = apply_fns
     batched_env = VmapWrapper(env)
 
-    def value_of(search_params: Tuple[Any, Any], observation: Observation) -> Array:
+    def value_of(search_params: Tuple[ActorCriticParams, PyTree], observation: Observation) -> Array:
         params, obs_norm = search_params
         return critic_apply(params.critic, normalization.normalize(obs_norm, observation))
 
-    def policy_of(search_params: Tuple[Any, Any], observation: Observation) -> Any:
+    def policy_of(search_params: Tuple[ActorCriticParams, PyTree], observation: Observation) -> mcts.Policy:
         params, obs_norm = search_params
         return actor_apply(params.actor, normalization.normalize(obs_norm, observation))
 
@@ -151,7 +155,7 @@ def get_learner_fn(env: Environment, apply_fns: ActorCriticApplyFns, update_fns:
             lam=system.gae_lambda,
         )
 
-    def actor_loss(actor_params, obs_norm, observation: Observation, policy_targets: Any, key: jax.Array):
+    def actor_loss(actor_params, obs_norm, observation: Observation, policy_targets: PyTree, key: jax.Array):
         return search.policy_loss(actor_apply(actor_params, normalization.normalize(obs_norm, observation)),
                                   policy_targets, key)
 

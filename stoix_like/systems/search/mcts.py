@@ -18,23 +18,27 @@ masking, the statistics and the bootstraps are these.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, NoReturn, Tuple
+from typing import Callable, Dict, NamedTuple, NoReturn, Tuple, Union
 
 import chex
 import jax
 import jax.numpy as jnp
 import mctx
+from omegaconf import DictConfig
 
 from stoix_like.envs.environment import ContinuousActionSpace, DiscreteActionSpace, Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.errors import ConfigError
+from stoix_like.networks.distributions import MaskedCategorical, TanhGaussian
 from stoix_like.ops.masking import mask_illegal
-from stoix_like.types import Array, EnvState, Observation, TimeStep
+from stoix_like.types import Array, EnvState, Observation, PyTree, TimeStep
 
 # system.search_policy -> the mctx policy it runs
 SEARCH_POLICIES = ("gumbel_muzero", "muzero")
 # the keys of `search_statistics`, logged by every search system
 SEARCH_STATISTICS = ("visit_entropy", "search_value_minus_network_value", "tree_depth")
+# a policy network's action distribution: a categorical over discrete actions, a tanh-Gaussian over continuous ones
+Policy = Union[MaskedCategorical, TanhGaussian]
 
 
 class Expansion(NamedTuple):
@@ -43,16 +47,16 @@ class Expansion(NamedTuple):
     prior_logits: Array  # [B, A], unmasked (the search masks them with `action_mask`)
     value: Array  # [B]
     action_mask: Array  # [B, A] bool: the search actions that may be taken from the node
-    actions: Any  # [B, A, ...] what each search action stands for (Sampled AlphaZero's draws); () : the index itself
+    actions: PyTree  # [B, A, ...] what each search action stands for (Sampled AlphaZero's draws); () : the index itself
 
 
 # expand(search params, key, observations [B, ...]) -> Expansion
-Expand = Callable[[Any, jax.Array, Observation], Expansion]
+Expand = Callable[[PyTree, jax.Array, Observation], Expansion]
 # env_action(a node's actions [B, A, ...] (or ()), search actions [B]) -> the env's actions [B, ...]
-EnvAction = Callable[[Any, Array], Array]
+EnvAction = Callable[[PyTree, Array], Array]
 
 
-def index_is_action(actions: Any, index: Array) -> Array:
+def index_is_action(actions: PyTree, index: Array) -> Array:
     """`EnvAction` of a search over the env's own actions: the search's index is the env's action."""
     del actions
     return index
@@ -64,10 +68,10 @@ class EnvEmbedding(NamedTuple):
 
     env_state: EnvState
     action_mask: Array  # [A] bool: which search actions the node's children may take
-    actions: Any = ()  # [A, ...] the env action each search action stands for (sampled at the node); () : itself
+    actions: PyTree = ()  # [A, ...] the env action each search action stands for (sampled at the node); () : itself
 
 
-def network_root(expand: Expand, params: Any, key: jax.Array, env_state: EnvState, timestep: TimeStep
+def network_root(expand: Expand, params: PyTree, key: jax.Array, env_state: EnvState, timestep: TimeStep
                  ) -> mctx.RootFnOutput:
     """The root of a batch of searches `[B]`: the network's expansion at the current observations, the env
     states as embeddings."""
@@ -103,7 +107,7 @@ def env_model(env: Environment, expand: Expand, gamma: float, env_action: EnvAct
     """
     batched_env = VmapWrapper(env)
 
-    def recurrent_fn(params: Any, key: jax.Array, action: Array, embedding: EnvEmbedding
+    def recurrent_fn(params: PyTree, key: jax.Array, action: Array, embedding: EnvEmbedding
                      ) -> Tuple[mctx.RecurrentFnOutput, EnvEmbedding]:
         env_state, timestep = batched_env.step(embedding.env_state, env_action(embedding.actions, action))
         ended = timestep.last()
@@ -134,7 +138,7 @@ def _legal_actions_only(qtransform: Callable) -> Callable:
     return masked_qtransform
 
 
-def run_search(search_policy: str, params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: Callable,
+def run_search(search_policy: str, params: PyTree, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: Callable,
                num_simulations: int, max_depth: int | None) -> mctx.PolicyOutput:
     """One batch of searches `[B]` from `root` with the mctx policy `search_policy` (SEARCH_POLICIES).
 
@@ -202,12 +206,12 @@ def bootstrap_values(search_values: Array, successor_values: Array, done: Array)
     return jnp.where(done, successor_values, next_search_values)
 
 
-def _refuse_action_kind(config: Any, has: str, searches: str, instead: str) -> NoReturn:
+def _refuse_action_kind(config: DictConfig, has: str, searches: str, instead: str) -> NoReturn:
     raise ConfigError(f"{config.env.scenario.name} has {has} actions; {config.system.system_name} searches over "
                       f"{searches} ones ({instead}).")
 
 
-def require_discrete_actions(env: Environment, config: Any) -> DiscreteActionSpace:
+def require_discrete_actions(env: Environment, config: DictConfig) -> DiscreteActionSpace:
     """`env`'s action space; an env with continuous actions is refused in one line (plain AlphaZero and MuZero
     search over discrete ones)."""
     action_space = env.action_space
@@ -216,7 +220,7 @@ def require_discrete_actions(env: Environment, config: Any) -> DiscreteActionSpa
     return action_space
 
 
-def require_continuous_actions(env: Environment, config: Any, plain: str = "AlphaZero", plain_entry: str = "az"
+def require_continuous_actions(env: Environment, config: DictConfig, plain: str = "AlphaZero", plain_entry: str = "az"
                                ) -> ContinuousActionSpace:
     """`env`'s action space; an env with discrete actions is refused in one line (the sampled systems draw from a
     continuous policy; their plain variant, `plain` run by `experiments.<plain_entry>`, searches every discrete

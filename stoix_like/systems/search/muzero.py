@@ -38,7 +38,7 @@ the root's draws.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import chex
 import jax
@@ -67,14 +67,14 @@ from stoix_like.learner.optim import make_optimizer
 from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
 from stoix_like.systems.search import mcts
-from stoix_like.types import Array, Observation
+from stoix_like.types import Array, Observation, Params, PyTree
 
 
 class SearchedAction(NamedTuple):
     """What MuZero stores of each step it acts: the action and what its search said."""
 
     action: Array  # [...] int32: the action taken (Sampled MuZero: [..., D], the chosen draw in [-1, 1])
-    search_policy: Any  # [..., A] the search's action weights, the policy target (SearchedActions.policy_target)
+    search_policy: PyTree  # [..., A] the search's action weights, the policy target (SearchedActions.policy_target)
     search_value: Array  # [...] the root's value after the search, the value targets' bootstrap
     statistics: Dict[str, Array]  # mcts.SEARCH_STATISTICS, [...] each: logged, never learnt from
 
@@ -85,7 +85,7 @@ class LatentEmbedding(NamedTuple):
 
     latent: Array  # [D]
     action_mask: Array  # [A] bool: the observation's at the root, all legal below it
-    actions: Any = ()  # [A, ...] what each search action stands for (Sampled MuZero's draws); () : the index itself
+    actions: PyTree = ()  # [A, ...] what each search action stands for (Sampled MuZero's draws); () : the index itself
 
 
 class SearchedActions(NamedTuple):
@@ -93,15 +93,15 @@ class SearchedActions(NamedTuple):
     and the env, what the policy learns from each search and its loss on that."""
 
     # expand(policy [B, ...] (the prediction's), value [B], legal [B, A] (the root's mask; None below it), key)
-    expand: Callable[[Any, Array, Optional[Array], jax.Array], mcts.Expansion]
+    expand: Callable[[PyTree, Array, Optional[Array], jax.Array], mcts.Expansion]
     model_action: mcts.EnvAction  # (a node's actions, search indices [B]) -> the dynamics' input actions [B, ...]
     env_action: mcts.EnvAction  # (a node's actions, search indices [B]) -> the env's actions [B, ...]
     # policy_target(root, search output) -> what the policy is fitted to at this step (stored with the step)
-    policy_target: Callable[[mctx.RootFnOutput, mctx.PolicyOutput], Any]
+    policy_target: Callable[[mctx.RootFnOutput, mctx.PolicyOutput], PyTree]
     # policy_loss(policy [T, B, ...], targets [T, B, ...]) -> [T, B] the loss at each position
-    policy_loss: Callable[[Any, Any], Array]
+    policy_loss: Callable[[PyTree, PyTree], Array]
     # distribution(policy [B, ...], observation [B]) -> the policy as a distribution (the evaluator's)
-    distribution: Callable[[Any, Observation], Any]
+    distribution: Callable[[PyTree, Observation], mcts.Policy]
 
 
 def _every_action(logits: Array, value: Array, legal: Optional[Array], key: jax.Array) -> mcts.Expansion:
@@ -124,7 +124,7 @@ class UnrollTargets(NamedTuple):
     value_weight: Array  # [K + 1, B]
     reward: Array  # [K, B]: the reward of step k, predicted by the dynamics from position k
     reward_weight: Array  # [K, B]
-    policy: Any  # [K + 1, B, A] (SearchedActions.policy_target's, each leaf [K + 1, B, ...])
+    policy: PyTree  # [K + 1, B, A] (SearchedActions.policy_target's, each leaf [K + 1, B, ...])
     policy_weight: Array  # [K + 1, B]
 
 
@@ -162,9 +162,10 @@ class Model(NamedTuple):
     represent(params, observation) -> latent; dynamics(params, latent, action) -> (next latent, reward logits);
     predict(params, latent) -> (policy logits, value logits)."""
 
-    represent: Callable[..., Any]
-    dynamics: Callable[..., Any]
-    predict: Callable[..., Any]
+    # each returns what flax's `apply` does, typed loosely by flax (an output or (output, mutated state)): PyTree
+    represent: Callable[[Params, Observation], PyTree]
+    dynamics: Callable[[Params, Array, Array], PyTree]
+    predict: Callable[[Params, Array], PyTree]
 
 
 def model_of(network: MuZeroNetwork) -> Model:
@@ -184,7 +185,7 @@ def learned_model(model: Model, support: Array, gamma: float, searched: Searched
     (past one, training made it absorbing: zero reward and value), so every node's discount is γ; it knows no
     action masks, so every action is legal below the root."""
 
-    def recurrent_fn(params: Any, key: jax.Array, action: Array, embedding: LatentEmbedding
+    def recurrent_fn(params: Params, key: jax.Array, action: Array, embedding: LatentEmbedding
                      ) -> Tuple[mctx.RecurrentFnOutput, LatentEmbedding]:
         latent, reward_logits = model.dynamics(params, embedding.latent, searched.model_action(embedding.actions,
                                                                                                action))
@@ -199,11 +200,11 @@ def learned_model(model: Model, support: Array, gamma: float, searched: Searched
 
 
 def make_search(model: Model, support: Array, system: DictConfig, searched: SearchedActions = EVERY_ACTION
-                ) -> Callable[[Any, Observation, jax.Array], Tuple[mctx.RootFnOutput, mctx.PolicyOutput]]:
+                ) -> Callable[[Params, Observation, jax.Array], Tuple[mctx.RootFnOutput, mctx.PolicyOutput]]:
     """`search(params, observations [B], key) -> (root, search output)`: a search from each observation's latent."""
     recurrent_fn = learned_model(model, support, float(system.gamma), searched)
 
-    def search(params: Any, observation: Observation, key: jax.Array):
+    def search(params: Params, observation: Observation, key: jax.Array):
         latent = model.represent(params, observation)
         policy, value_logits = model.predict(params, latent)
         root_key = jax.random.fold_in(key, 0)  # the root's own draws (Sampled MuZero's); the search keeps `key`
@@ -222,7 +223,7 @@ def make_act(model: Model, support: Array, system: DictConfig, searched: Searche
     dynamics' input for the unroll, the policy's target)."""
     search = make_search(model, support, system, searched)
 
-    def act(params: Any, observation: Observation, key: jax.Array, global_env_steps: jax.Array):
+    def act(params: Params, observation: Observation, key: jax.Array, global_env_steps: jax.Array):
         del global_env_steps  # the search explores by itself: no schedule
         root, output = search(params, observation, key)
         actions = root.embedding.actions
@@ -240,7 +241,7 @@ def acting_metrics(acted: replay.Transition) -> Dict[str, Array]:
     return {name: jnp.mean(value) for name, value in acted.action.statistics.items()}
 
 
-def unroll_targets(returns: Array, rewards: Array, discounts: Array, last: Array, search_policies: Any,
+def unroll_targets(returns: Array, rewards: Array, discounts: Array, last: Array, search_policies: PyTree,
                    unroll_steps: int) -> UnrollTargets:
     """The targets of a K-step unroll from the first step of each sequence.
 
@@ -281,8 +282,8 @@ def scale_gradient(x: Array, scale: float) -> Array:
     return x * scale + jax.lax.stop_gradient(x) * (1.0 - scale)
 
 
-def unroll(model: Model, params: Any, first_observation: Observation, actions: Array
-           ) -> Tuple[Any, Array, Array]:
+def unroll(model: Model, params: Params, first_observation: Observation, actions: Array
+           ) -> Tuple[PyTree, Array, Array]:
     """The model unrolled along `actions` `[K, B, ...]` from the representation of `first_observation` `[B, ...]`:
     the policy `[K + 1, B, ...]` (logits `[K + 1, B, A]`, or a tanh-Gaussian's parameters), value logits
     `[K + 1, B, S]` at every position, and reward logits `[K, B, S]` of every step."""
@@ -309,11 +310,11 @@ def sequence_loss(model: Model, support: Array, system: DictConfig, searched: Se
     # many updates as the step is old
     fresh_bootstraps = str(system.bootstrap_from) == "network"
 
-    def network_value(params: Any, observation: Observation) -> Array:
+    def network_value(params: Params, observation: Observation) -> Array:
         _, value_logits = model.predict(params, model.represent(params, observation))
         return scalar_of(value_logits, support)
 
-    def loss(params: Any, batch: replay.Transition) -> Tuple[Array, Dict[str, Array]]:
+    def loss(params: Params, batch: replay.Transition) -> Tuple[Array, Dict[str, Array]]:
         acted: SearchedAction = batch.action
         successor_values = jax.lax.stop_gradient(network_value(params, batch.next_observation))
         bootstraps = (successor_values if fresh_bootstraps
@@ -363,7 +364,7 @@ def prediction_policy(model: Model, greedy: bool, searched: SearchedActions = EV
     """The eval policy: the prediction network's policy at the observation's latent; eval params
     `(params, obs_norm)`."""
 
-    def policy_distribution(params: Any, observation: Observation) -> Any:
+    def policy_distribution(params: Params, observation: Observation) -> mcts.Policy:
         policy, _ = model.predict(params, model.represent(params, observation))
         return searched.distribution(policy, observation)
 
@@ -377,7 +378,7 @@ def searching_policy(model: Model, support: Array, system: DictConfig, greedy: b
     `(params, obs_norm)`."""
     search = make_search(model, support, system, searched)
 
-    def policy(eval_params: Any, observation: Observation, key: jax.Array) -> Array:
+    def policy(eval_params: Tuple[Params, PyTree], observation: Observation, key: jax.Array) -> Array:
         params, obs_norm = eval_params
         root, output = search(params, normalization.normalize(obs_norm, observation), key)
         index = jnp.argmax(output.action_weights, axis=-1) if greedy else output.action

@@ -9,10 +9,12 @@ tanh-Gaussian policy (networks/distributions.py) samples and scores them.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Callable, Dict, Tuple
 
 import jax
 import jax.numpy as jnp
+import mctx
+from omegaconf import DictConfig
 
 from stoix_like.envs.environment import ContinuousActionSpace
 from stoix_like.errors import ConfigError
@@ -22,7 +24,7 @@ from stoix_like.systems.search import mcts
 from stoix_like.types import Array
 
 
-def require_draws_per_node(system: Any) -> int:
+def require_draws_per_node(system: DictConfig) -> int:
     """`system.num_sampled_actions`, refused in one line where null (its schema refuses < 1)."""
     if system.num_sampled_actions is None:
         raise ConfigError(f"system.num_sampled_actions=null: {system.system_name} draws that many actions at every "
@@ -30,13 +32,13 @@ def require_draws_per_node(system: Any) -> int:
     return int(system.num_sampled_actions)
 
 
-def log_probs_of_draws(dist: Any, draws: Array) -> Array:
+def log_probs_of_draws(dist: mcts.Policy, draws: Array) -> Array:
     """`[B, K]` log π(a_k|s) of each state's K draws `[B, K, D]` (pre-tanh; `[B, K]` for discrete actions) under
     the policy `[B]`."""
     return jax.vmap(dist.log_prob, in_axes=1, out_axes=1)(draws)
 
 
-def expand_with_draws(dist: Any, value: Array, key: jax.Array, num_sampled_actions: int) -> mcts.Expansion:
+def expand_with_draws(dist: mcts.Policy, value: Array, key: jax.Array, num_sampled_actions: int) -> mcts.Expansion:
     """A node's K draws from the policy `dist` `[B]`, carried as its search actions `[B, K, D]`, with the corrected
     prior over them. With β = π the correction's log β and log π cancel, leaving the draws' empirical
     distribution: uniform over distinct draws."""
@@ -62,26 +64,26 @@ def env_action_of_draws(action_space: ContinuousActionSpace) -> mcts.EnvAction:
     return env_action
 
 
-def root_draws_and_weights(root: Any, output: Any) -> Tuple[Array, Array]:
+def root_draws_and_weights(root: mctx.RootFnOutput, output: mctx.PolicyOutput) -> Tuple[Array, Array]:
     """The policy target of a sampled search: the root's draws `[B, K, D]` and the search's weights over them
     `[B, K]` (mctx's root output and search output)."""
     return root.embedding.actions, output.action_weights
 
 
-def fit_to_search_weights(dist: Any, draws: Array, search_weights: Array) -> Array:
+def fit_to_search_weights(dist: mcts.Policy, draws: Array, search_weights: Array) -> Array:
     """`[B]` −Σ_k w_k log π(a_k|s): the policy `[B]` fitted to the search's weights `[B, K]` over the root's draws
     `[B, K, D]` (the weights are not differentiated)."""
     weights = jax.lax.stop_gradient(search_weights)
     return -jnp.sum(weights * log_probs_of_draws(dist, draws), axis=-1)
 
 
-def fit_to_weighted_draws(ent_coef: float) -> Callable[[Any, Tuple[Array, Array], jax.Array],
+def fit_to_weighted_draws(ent_coef: float) -> Callable[[mcts.Policy, Tuple[Array, Array], jax.Array],
                                                          Tuple[Array, Dict[str, Array]]]:
     """The policy loss of a search that weighs draws, `policy_loss(policy [B], (draws, weights), key)`: the mean of
     `fit_to_search_weights` minus `ent_coef` × the policy's entropy. Sampled AlphaZero's draws are the root's, SPO's
     its particles' first actions (indices when discrete)."""
 
-    def policy_loss(dist: Any, target: Tuple[Array, Array], key: jax.Array) -> Tuple[Array, Dict[str, Array]]:
+    def policy_loss(dist: mcts.Policy, target: Tuple[Array, Array], key: jax.Array) -> Tuple[Array, Dict[str, Array]]:
         draws, search_weights = target
         loss = jnp.mean(fit_to_search_weights(dist, draws, search_weights))
         entropy = jnp.mean(dist.entropy(key))

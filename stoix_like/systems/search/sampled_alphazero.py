@@ -18,8 +18,6 @@ A discrete env is refused (plain AlphaZero searches every action); so is `system
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax
 from omegaconf import DictConfig
 
@@ -35,7 +33,7 @@ def sampled_policy(num_sampled_actions: int, action_space: ContinuousActionSpace
                    ) -> alphazero.SearchedPolicy:
     """K draws from the policy at every node, and the policy fitted to the search's weights over the root's."""
 
-    def expand(dist: Any, value: Array, observation: Observation, key: jax.Array) -> mcts.Expansion:
+    def expand(dist: mcts.Policy, value: Array, observation: Observation, key: jax.Array) -> mcts.Expansion:
         del observation  # continuous actions have no mask; a node's search actions are its draws
         return sampled_actions.expand_with_draws(dist, value, key, num_sampled_actions)
 

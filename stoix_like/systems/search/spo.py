@@ -30,7 +30,7 @@ Bad budgets (particles, depth, resample period < 1, temperature ≤ 0) are refus
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import Dict, NamedTuple, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -45,11 +45,13 @@ from stoix_like.ops import smc
 from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems.search import alphazero, mcts
 from stoix_like.systems.search.sampled_actions import fit_to_weighted_draws
-from stoix_like.types import Array, EnvState, Observation, TimeStep
+from stoix_like.types import Array, EnvState, Observation, PyTree, TimeStep
 
 # the keys of each plan's statistics, logged as their means
 SMC_STATISTICS = ("effective_sample_size", "particle_weight_entropy", "particles_alive",
                   "smc_value_minus_network_value")
+
+T = TypeVar("T")
 
 
 class Particles(NamedTuple):
@@ -65,7 +67,7 @@ class Particles(NamedTuple):
     discount: Array  # γ^t while alive; 0 once ended
 
 
-def _broadcast(tree: Any, num_particles: int) -> Any:
+def _broadcast(tree: T, num_particles: int) -> T:
     return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (num_particles,) + x.shape), tree)
 
 
@@ -77,7 +79,7 @@ def smc_planner(env: Environment, networks: PolicyAndValue, system: DictConfig) 
     temperature, gamma = float(system.advantage_temperature), float(system.gamma)
     particle_env = VmapWrapper(env)
 
-    def advance(search_params: Any, particles: Particles, policy: Any, action: Array) -> Particles:
+    def advance(search_params: PyTree, particles: Particles, policy: mcts.Policy, action: Array) -> Particles:
         """Every particle takes `action` (its draw from `policy`, the policy at its observation) and reweights."""
         env_state, timestep = particle_env.step(particles.env_state, policy.to_env_action(action))
         ended = timestep.last()
@@ -102,7 +104,7 @@ def smc_planner(env: Environment, networks: PolicyAndValue, system: DictConfig) 
         due = ((step + 1) % resample_period == 0) & (step + 1 < depth)
         return jax.tree_util.tree_map(lambda new, old: jnp.where(due, new, old), resampled, particles)
 
-    def plan_one(search_params: Any, key: jax.Array, env_state: EnvState, timestep: TimeStep):
+    def plan_one(search_params: PyTree, key: jax.Array, env_state: EnvState, timestep: TimeStep):
         root_observation = jax.tree_util.tree_map(lambda x: x[None], timestep.observation)
         root_value = networks.value(search_params, root_observation)[0]
         observation = _broadcast(timestep.observation, num_particles)
@@ -139,8 +141,8 @@ def smc_planner(env: Environment, networks: PolicyAndValue, system: DictConfig) 
                     "statistics": statistics}
         return action, root_policy.to_env_action(action), recorded
 
-    def plan(search_params: Any, key: jax.Array, env_state: EnvState, timestep: TimeStep
-             ) -> Tuple[Array, Array, Dict[str, Any]]:
+    def plan(search_params: PyTree, key: jax.Array, env_state: EnvState, timestep: TimeStep
+             ) -> Tuple[Array, Array, Dict[str, PyTree]]:
         num_roots = timestep.reward.shape[0]
         return jax.vmap(plan_one, in_axes=(None, 0, 0, 0))(search_params, jax.random.split(key, num_roots),
                                                            env_state, timestep)
