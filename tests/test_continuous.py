@@ -8,7 +8,6 @@ a smoke run of SAC's entry point on brax/ant (the others' learners meet brax in 
 
 from __future__ import annotations
 
-import importlib
 import math
 
 import jax
@@ -22,6 +21,7 @@ from stoix_like.envs.environment import ContinuousActionSpace
 from stoix_like.errors import ConfigError
 from stoix_like.networks.factory import build_actor
 from stoix_like.ops import losses
+from stoix_like import systems
 from stoix_like.systems import off_policy
 from stoix_like.systems.actor_critic import deterministic_policy_gradient
 from stoix_like.systems.actor_critic import sac
@@ -210,7 +210,7 @@ def test_categorical_td_learning_loss_by_hand():
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_discrete_actions_are_a_config_error(algorithm, compose):
     config = compose(algorithm, ["env=gymnax/cartpole"])
-    system = importlib.import_module(f"stoix_like.systems.actor_critic.{algorithm}")
+    system = systems.system_module(algorithm)
     with pytest.raises(ConfigError, match="CartPole-v1 has discrete actions; .* needs continuous ones"):
         system.run_experiment(config)
 
