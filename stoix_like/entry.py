@@ -28,6 +28,7 @@ def hydra_entry(config_name: str, run_experiment: Optional[str | Callable[[DictC
     @hydra.main(config_path=CONFIG_DIR, config_name=config_name, version_base="1.3")
     def hydra_main(config: DictConfig) -> float:
         try:
+            _refuse_options_of_another_algorithm(config_name, config)
             validation.validate(config)
             _keep_compiled_programs(config)
             run = _resolve(run_experiment)
@@ -100,6 +101,17 @@ def _refuse_bad_overrides(config_name: str, overrides: list[str]) -> None:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(2)
+
+
+def _refuse_options_of_another_algorithm(config_name: str, config: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    from stoix_like.systems import fit
+
+    network_option = HydraConfig.get().runtime.choices.get("network") if HydraConfig.initialized() else None
+    problem = fit.misfit(config_name, config, network_option)
+    if problem:
+        raise ConfigError(problem)
 
 
 def _describe_and_exit(config_name: str, overrides: list[str]) -> None:

@@ -19,6 +19,7 @@ from conftest import compose_config, run_python
 from stoix_like.config import validation
 from stoix_like.config.compose import CONFIG_DIR, available_options
 from stoix_like.errors import ConfigError
+from stoix_like.systems import fit
 
 ALGORITHMS = sorted(name[: -len(".yaml")] for name in os.listdir(CONFIG_DIR)
                     if name.endswith(".yaml") and name not in ("hydra_settings.yaml", "evaluate.yaml"))
@@ -389,6 +390,11 @@ BAD_INPUTS = [
     ("evaluate", EVALUATE + ["num_episodes=0"], "num_episodes=0"),
     ("evaluate", EVALUATE + ["params=worst"], "params=worst"),
     ("ppo", ["+arch.seed=3"], "Could not append to config. An item is already at 'arch.seed'"),  # Hydra's, one line
+    # another algorithm's config group (stoix_like/systems/fit.py): named, with the options that fit
+    ("ppo", ["network=mlp_dqn"], "network=mlp_dqn has no actor_network, which ppo builds"),
+    ("sac", ["network=mlp_ppo"], "network=mlp_ppo has no q_network, which sac builds"),
+    ("ppo", ["system=dqn"], "system=dqn is trained by experiments.dqn, not by experiments.ppo"),
+    ("td3", ["system=sac"], "or choose system=ddpg / system=td3"),
 ]
 # Old names (docs/glossary.md): each is refused with its new name, on the command line (the pre-check) and when a
 # composed config carries it (`+key=...` skips the pre-check, so validate() answers).
@@ -427,7 +433,7 @@ BAD_INPUTS += RENAMED_INPUTS
 AS_SUBPROCESS = {"system.actor_lr=-1e-3", "system.gamma=1.5", "arch.num_eval_episodes=0", "system.total_buffer_size=32",
                  "system.init_alpha=0", "num_episodes=0", "system.critic_lr=3e-4", "network=mlp_dpg",
                  "system.top_k_fraction=1.5", "system.num_simulations=0",
-                 "system.num_particles=0"}
+                 "system.num_particles=0", "network=mlp_dqn", "system=dqn"}
 # A refusal comes before any long work: no learner compiled (checked in the output) and well within a training
 # run's first minute. The bound is loose on purpose: under a loaded CPU (two xdist workers beside other jobs, load
 # 8 on 2 cores) a refusal that builds its env first took 14 s; a late refusal (after compiling) takes minutes.
@@ -509,6 +515,16 @@ def test_a_bad_value_exits_2_from_a_real_command_line(python_subprocess, tmp_pat
     seconds = time.perf_counter() - start
     check_refusal(completed.returncode, completed.stdout, completed.stderr, seconds, named)
     print(f"{algorithm} {' '.join(overrides)}: rc {completed.returncode} in {seconds:.1f}s")
+
+
+@pytest.mark.parametrize("algorithm, group, option", [
+    ("dqn", "system", "ddqn"), ("dqn", "system", "mdqn"), ("ddpg", "system", "td3"), ("ppo", "network", "mlp_dpo"),
+    ("ppo", "network", "cnn_ppo"), ("impala", "network", "mlp_impala_shared"), ("dqn", "network", "mlp_dqn_dueling"),
+    ("rec_ppo", "network", "gru_rec_ppo"), ("ppo", "network", "mlp_ppo"),
+])
+def test_an_option_of_the_same_algorithm_fits(compose, algorithm, group, option):
+    config = compose(algorithm, [f"{group}={option}"])
+    assert fit.misfit(algorithm, config, option if group == "network" else None) is None
 
 
 # ------------------------------------------------------------------------------------------ --describe
