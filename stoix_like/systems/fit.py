@@ -29,9 +29,11 @@ def misfit(algorithm: str, config: DictConfig, network_option: Optional[str]) ->
 
 
 def _system_misfit(algorithm: str, config: DictConfig) -> Optional[str]:
-    system_name = str(config.system.system_name)
     module = MODULE_OF.get(algorithm)
-    if module is None or MODULE_OF.get(system_name, module) == module:
+    if module is None:  # not an algorithm's entry (`experiments.evaluate`)
+        return None
+    system_name = str(OmegaConf.select(config, "system.system_name", default=algorithm))
+    if MODULE_OF.get(system_name, module) == module:
         return None
     fitting = [name for name in available_options("system") if MODULE_OF.get(name) == module]
     return (f"system={system_name} is trained by experiments.{system_name}, not by experiments.{algorithm}: run "
