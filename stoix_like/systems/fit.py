@@ -8,7 +8,8 @@ in one line before anything loads:
 - a system option fits when the registry trains its `system_name` with the algorithm's own module (the DQN
   variants share one, as do TD3 and DDPG);
 - a network option fits when it has every network the algorithm's default option has (`actor_network` and
-  `critic_network` for PPO); what the networks hold inside is checked where they are built.
+  `critic_network` for PPO); a recurrent network for a feed-forward system, or the reverse, is left to validation,
+  which names that mismatch; what the networks hold inside is checked where they are built.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Optional
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from stoix_like.config.compose import CONFIG_DIR, available_options
+from stoix_like.config.validation import RECURRENT_SYSTEMS
 from stoix_like.systems import MODULE_OF
 
 
@@ -44,6 +46,8 @@ def _network_misfit(algorithm: str, config: DictConfig, network_option: Optional
     default_option = _default_network_option(algorithm)
     if default_option is None or network_option in (None, default_option):
         return None
+    if _has_recurrent_core(config.network) != (algorithm in RECURRENT_SYSTEMS):
+        return None  # validation names that mismatch more exactly (a hidden state the system would not carry)
     needed = _network_names(default_option)
     missing = [name for name in needed if name not in config.network]
     if not missing:
@@ -52,6 +56,10 @@ def _network_misfit(algorithm: str, config: DictConfig, network_option: Optional
                if all(name in _network_names(option) for name in needed)]
     return (f"network={network_option} has no {missing[0]}, which {algorithm} builds (its networks: "
             f"{', '.join(needed)}); choose {' / '.join('network=' + option for option in fitting)}.")
+
+
+def _has_recurrent_core(network: DictConfig) -> bool:
+    return any(isinstance(block, DictConfig) and "recurrent_core" in block for block in network.values())
 
 
 def _default_network_option(algorithm: str) -> Optional[str]:
