@@ -80,9 +80,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.record and not args.label:
         parser.error("--record needs --label (e.g. the commit's short hash)")
-    for path in (args.check,):
-        if path and not os.path.exists(path):
-            parser.error(f"--check {path}: no such file; record one first with --record {path} --label ...")
+    if args.check and not os.path.exists(args.check):
+        parser.error(f"--check {args.check}: no such file; record one first with --record {args.check} --label ...")
     ours = digests()
     if args.record:
         recorded = json.load(open(args.record)) if os.path.exists(args.record) else {}
