@@ -120,3 +120,42 @@ def test_values_read_after_the_rollout_are_the_ones_acting_would_have_recorded(c
     went_on = ~done[:-1]
     np.testing.assert_allclose(next_values[:-1][went_on], values[1:][went_on], rtol=1e-5, atol=1e-5)
     assert not np.allclose(next_values[:-1][done[:-1]], values[1:][done[:-1]])  # a reset's value is another state's
+
+
+def test_each_epoch_after_the_first_learns_from_what_refresh_computes_under_its_params():
+    """update_over_epochs with `refresh`: epoch 0 learns from the batch as given (computed under the same params),
+    every later epoch from refresh(carry at its start, batch), never from an older epoch's refresh."""
+    def update_minibatch(carry, minibatch, key):
+        del key
+        params, opt_state, obs_norm = carry
+        return (params + 1.0, opt_state, obs_norm), minibatch.sum()  # one optimiser step per minibatch
+
+    def refresh(carry, batch):
+        params, _, _ = carry
+        return batch + 100.0 * params  # a batch that names the params it was computed under
+
+    batch = jnp.zeros((4, 2))  # (T, envs): 8 steps, 2 minibatches of 4 per epoch
+    carry = (jnp.asarray(0.0), (), ())
+    (params, _, _), metrics = rollout.update_over_epochs(update_minibatch, carry, batch, jax.random.PRNGKey(0),
+                                                        num_epochs=3, num_minibatches=2, refresh=refresh)
+    assert float(params) == 6.0
+    # every step of epoch e holds 100 × the params it started from (0, 2, 4), summed over a minibatch of 4 steps
+    np.testing.assert_array_equal(jax.device_get(metrics), [[0.0, 0.0], [800.0, 800.0], [1600.0, 1600.0]])
+    (_, _, _), unrefreshed = rollout.update_over_epochs(update_minibatch, carry, batch, jax.random.PRNGKey(0),
+                                                       num_epochs=3, num_minibatches=2)
+    np.testing.assert_array_equal(jax.device_get(unrefreshed), np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("epochs, changes", [(1, False), (2, True)])
+def test_recomputed_advantages_change_learning_only_from_the_second_epoch(compose, epochs, changes):
+    """One epoch learns from the targets computed once per rollout either way (bit for bit); from the second,
+    system.recompute_advantages recomputes them under the critic that epoch starts with."""
+    base = ["arch.total_num_envs=4", "system.rollout_length=16", "system.num_minibatches=2", f"system.epochs={epochs}",
+            "arch.num_evaluation=1", "arch.num_eval_episodes=2", "arch.total_timesteps=256", "arch.seed=3"]
+    params = []
+    for recompute in (False, True):
+        config = compose("ppo", base + [f"system.recompute_advantages={recompute}"])
+        result = experiment.train(config, ppo.learner_setup, "ppo")
+        params.append(jax.tree_util.tree_leaves(jax.device_get(result.learner_state.params)))
+    same = all(np.array_equal(a, b) for a, b in zip(*params))
+    assert same != changes

@@ -369,6 +369,9 @@ class PolicyGradientBlock:
     vf_coef: float = key(VF_COEF)
     standardize_advantages: bool = key(STANDARDIZE_ADVANTAGES)
     reward_scale: float = key(REWARD_SCALE)
+    recompute_advantages: bool = key(flag(
+        "recompute values, advantages and targets under the current critic before each epoch after the first "
+        "(brax's PPO recomputes them per minibatch); off: once per rollout"))
 
 
 CLIP_EPS = real("(0, inf)", "the clipping range of the value's move per update (PPO's critic) and, in PPO, of the "

@@ -411,6 +411,16 @@ def _shared_torso_fits_the_system(values: Mapping[str, ConfigValue]) -> Optional
     return None
 
 
+def _recomputed_advantages_fit_the_system(values: Mapping[str, ConfigValue]) -> Optional[str]:
+    """The epoch-by-epoch recomputation lives in policy_gradient.make_learn_from_steps, the loop of the same
+    systems as a shared torso's; recurrent PPO would have to replay its critic's memory over every sequence."""
+    system_name = values.get("system.system_name")
+    if values.get("system.recompute_advantages") and system_name not in SHARED_TORSO_SYSTEMS:
+        return (f"system.recompute_advantages=True: {system_name} computes its advantages once per rollout; the "
+                f"recomputation before each epoch is for {', '.join(SHARED_TORSO_SYSTEMS)}. Set it to False.")
+    return None
+
+
 def _burn_in_leaves_steps_to_learn(values: Mapping[str, ConfigValue]) -> Optional[str]:
     burn_in, length = values.get("system.burn_in"), values.get("system.sequence_length")
     if burn_in is not None and length is not None and burn_in >= length:
@@ -435,7 +445,8 @@ CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, ConfigValue]], Optional[str]], ..
     _buffer_holds_a_batch, _epsilon_decays, _supports_are_intervals, _process_id_in_range,
     _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _torsos_read_the_observation_layout,
     _recurrent_networks_fit_the_system, _arch_fits_the_env_suite, _sebulba_layout_divides,
-    _burn_in_leaves_steps_to_learn, _sequences_tile_the_rollout, _shared_torso_fits_the_system)
+    _burn_in_leaves_steps_to_learn, _sequences_tile_the_rollout, _shared_torso_fits_the_system,
+    _recomputed_advantages_fit_the_system)
 
 
 def problems(config: Config) -> List[str]:

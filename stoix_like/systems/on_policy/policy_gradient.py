@@ -249,9 +249,19 @@ def make_learn_from_steps(networks: PolicyAndValue, update_fns: ActorCriticUpdat
         traj = transitions(steps, values, next_values, system.reward_scale)
         advantages, targets = rollout_targets(networks, state.params, state.obs_norm, traj)
         acting_obs_norm = state.obs_norm  # learn_from_rollout moves the statistics only after learning
+
+        def refreshed_targets(carry, batch):
+            """The rollout's values, advantages and targets again, under the params an epoch starts from."""
+            params, _, obs_norm = carry
+            values, next_values = rollout.step_and_successor_values(
+                lambda observation: networks.value(params, observation), obs_norm, steps)
+            fresh = batch[0]._replace(value=values, next_value=next_values)
+            return (fresh,) + tuple(rollout_targets(networks, params, obs_norm, fresh))
+
         learn_minibatch = functools.partial(update_minibatch, objective_state=objective.state_of(state))
         state, train_metrics = rollout.learn_from_rollout(
-            learn_minibatch, state, (traj, advantages, targets), traj.observation, system)
+            learn_minibatch, state, (traj, advantages, targets), traj.observation, system,
+            refresh=refreshed_targets if system.recompute_advantages else None)
         if objective.adapt is not None:
             state, adapt_metrics = objective.adapt(state, policy_shift(state.params, acting_obs_norm, traj))
             train_metrics = {**train_metrics, **adapt_metrics}

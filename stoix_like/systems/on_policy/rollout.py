@@ -9,7 +9,7 @@ update-batch slot).
 from __future__ import annotations
 
 import functools
-from typing import Callable, Dict, Protocol, Tuple, TypeVar
+from typing import Callable, Dict, Optional, Protocol, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -142,13 +142,16 @@ def shuffled_env_minibatches(key: jax.Array, batch: BatchT, num_minibatches: int
 
 # split(key, batch, num_minibatches) -> the batch's leaves as (num_minibatches, minibatch size, ...)
 SplitFn = Callable[[jax.Array, PyTree, int], PyTree]
+# refresh(carry, batch) -> batch: what an epoch learns from, recomputed under the carry's params as it starts
+RefreshFn = Callable[[MinibatchCarry, PyTree], PyTree]
 
 
 def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: MinibatchCarry, batch: PyTree, key: jax.Array,
-                       num_epochs: int, num_minibatches: int, split: SplitFn = shuffled_minibatches
-                       ) -> Tuple[MinibatchCarry, Metrics]:
+                       num_epochs: int, num_minibatches: int, split: SplitFn = shuffled_minibatches,
+                       refresh: Optional[RefreshFn] = None) -> Tuple[MinibatchCarry, Metrics]:
     """`num_epochs` passes over `batch`, each reshuffled into `num_minibatches` minibatches by `split` (steps
-    by default; `shuffled_env_minibatches` keeps sequences whole).
+    by default; `shuffled_env_minibatches` keeps sequences whole). With `refresh`, every epoch after the first
+    learns from `refresh(carry, batch)` (the first's batch was computed under the same params).
 
     `update_minibatch` gets its own key per minibatch. Returns the final carry and the metrics stacked as
     `(num_epochs, num_minibatches, ...)`.
@@ -160,20 +163,23 @@ def update_over_epochs(update_minibatch: MinibatchUpdateFn, carry: MinibatchCarr
         carry, metrics = update_minibatch(carry, minibatch, minibatch_key)
         return (carry, key), metrics
 
-    def update_epoch(epoch_carry, _: None):
+    def update_epoch(epoch_carry, epoch: jax.Array):
         carry, key = epoch_carry
         key, shuffle_key, minibatch_key = jax.random.split(key, 3)
-        minibatches = split(shuffle_key, batch, num_minibatches)
+        epoch_batch = batch
+        if refresh is not None:
+            epoch_batch = jax.lax.cond(epoch > 0, refresh, lambda _, unchanged: unchanged, carry, batch)
+        minibatches = split(shuffle_key, epoch_batch, num_minibatches)
         (carry, _), metrics = jax.lax.scan(update_one_minibatch, (carry, minibatch_key), minibatches)
         return (carry, key), metrics
 
-    (carry, _), metrics = jax.lax.scan(update_epoch, (carry, key), None, length=num_epochs)
+    (carry, _), metrics = jax.lax.scan(update_epoch, (carry, key), jnp.arange(num_epochs))
     return carry, metrics
 
 
 def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT, batch: PyTree,
-                       observations: Observation, system: DictConfig, split: SplitFn = shuffled_minibatches
-                       ) -> Tuple[LearnerStateT, Dict[str, jax.Array]]:
+                       observations: Observation, system: DictConfig, split: SplitFn = shuffled_minibatches,
+                       refresh: Optional[RefreshFn] = None) -> Tuple[LearnerStateT, Dict[str, jax.Array]]:
     """`system.epochs` × `system.num_minibatches` updates of (params, opt_states) on `batch`, then the observation
     statistics take in the rollout's `observations`.
 
@@ -184,7 +190,7 @@ def learn_from_rollout(update_minibatch: MinibatchUpdateFn, state: LearnerStateT
     key, epoch_key = jax.random.split(state.key)
     (params, opt_states, _), metrics = update_over_epochs(
         update_minibatch, (state.params, state.opt_states, state.obs_norm), batch, epoch_key, system.epochs,
-        system.num_minibatches, split)
+        system.num_minibatches, split, refresh)
     obs_norm = state.obs_norm
     if system.normalize_observations:
         obs_norm = normalization.update(obs_norm, observations.agent_view)
