@@ -15,6 +15,7 @@ import time
 
 import pytest
 from conftest import compose_config, run_python
+from omegaconf import OmegaConf
 
 from stoix_like.config import validation
 from stoix_like.config.compose import CONFIG_DIR, available_options
@@ -36,13 +37,18 @@ def shipped(tmp_path_factory):
     configs.append(("evaluate", compose_config("evaluate", EVALUATE)))  # no logger group: no base_exp_path
     # CPU suites are stepped by Sebulba's actor threads: they compose with arch=sebulba
     cpu_arch = lambda env: ["arch=sebulba"] if env.split("/")[0] in ("gymnasium", "envpool") else []  # noqa: E731
-    configs += [(f"ppo env={env}", compose("ppo", [f"env={env}", *cpu_arch(env)])) for env in available_options("env")]
+    # an env that keeps its observations as images (Atari frames) is read by an image network
+    image_network = lambda env: ["network=resnet_ppo"] if OmegaConf.select(  # noqa: E731
+        OmegaConf.load(os.path.join(CONFIG_DIR, "env", f"{env}.yaml")), "observation_layout") == "image" else []
+    configs += [(f"ppo env={env}", compose("ppo", [f"env={env}", *cpu_arch(env), *image_network(env)]))
+                for env in available_options("env")]
     # a CNN reads grids: it is paired with an env that keeps its observations as images
     image_env = ["env=gymnax/breakout", "env.observation_layout=image"]
     # and a recurrent network goes with the system that carries its hidden state
     recurrent_system = ["system=rec_ppo"]
     configs += [(f"ppo network={network}", compose("ppo", [f"network={network}",
-                                                           *(image_env if network.startswith("cnn") else []),
+                                                           *(image_env if network.startswith(("cnn", "resnet"))
+                                                             else []),
                                                            *(recurrent_system if network.startswith(("lstm", "gru"))
                                                              else [])]))
                 for network in available_options("network")]
@@ -429,11 +435,16 @@ RENAMED_INPUTS = [
     ("rainbow", ["network=mlp_noisy_dueling_c51"], "network=mlp_noisy_dueling_c51 was renamed to network=mlp_rainbow"),
 ]
 BAD_INPUTS += RENAMED_INPUTS
+# A CPU suite for a system without a Sebulba learner: what to do instead, not arch=sebulba (which it cannot run).
+BAD_INPUTS += [
+    ("dqn", ["env=envpool/pong"], "dqn has no Sebulba learner: train ppo or impala on it"),
+    ("reinforce", ["arch=sebulba", "env=gymnasium/cartpole"], "reinforce has no Sebulba learner"),
+]
 # Rows also run as real `python -m experiments.<algo>` processes: the exit code, one line, no traceback.
 AS_SUBPROCESS = {"system.actor_lr=-1e-3", "system.gamma=1.5", "arch.num_eval_episodes=0", "system.total_buffer_size=32",
                  "system.init_alpha=0", "num_episodes=0", "system.critic_lr=3e-4", "network=mlp_dpg",
                  "system.top_k_fraction=1.5", "system.num_simulations=0",
-                 "system.num_particles=0", "network=mlp_dqn", "system=dqn"}
+                 "system.num_particles=0", "network=mlp_dqn", "system=dqn", "env=envpool/pong"}
 # A refusal comes before any long work: no learner compiled (checked in the output) and well within a training
 # run's first minute. The bound is loose on purpose: under a loaded CPU (two xdist workers beside other jobs, load
 # 8 on 2 cores) a refusal that builds its env first took 14 s; a late refusal (after compiling) takes minutes.
@@ -520,7 +531,8 @@ def test_a_bad_value_exits_2_from_a_real_command_line(python_subprocess, tmp_pat
 @pytest.mark.parametrize("algorithm, group, option", [
     ("dqn", "system", "ddqn"), ("dqn", "system", "mdqn"), ("ddpg", "system", "td3"), ("ppo", "network", "mlp_dpo"),
     ("ppo", "network", "cnn_ppo"), ("impala", "network", "mlp_impala_shared"), ("dqn", "network", "mlp_dqn_dueling"),
-    ("rec_ppo", "network", "gru_rec_ppo"), ("ppo", "network", "mlp_ppo"),
+    ("rec_ppo", "network", "gru_rec_ppo"), ("ppo", "network", "mlp_ppo"), ("ppo", "network", "resnet_ppo"),
+    ("ppo", "network", "cnn_ppo_nature"), ("impala", "network", "resnet_impala"),
 ])
 def test_an_option_of_the_same_algorithm_fits(compose, algorithm, group, option):
     config = compose(algorithm, [f"{group}={option}"])

@@ -156,6 +156,22 @@ def test_bad_sebulba_configs_are_refused_in_one_line(overrides, expected):
     assert problems and expected in problems[0], problems
 
 
+def test_the_systems_validation_lets_onto_cpu_suites_are_those_with_a_sebulba_learner():
+    """validation.SEBULBA_SYSTEMS refuses a CPU suite to every other system before it loads: the list must be the
+    registry's systems whose module has a `sebulba_setup` (read from the source: importing all would take long)."""
+    import importlib.util
+
+    from stoix_like import systems
+
+    def source(name: str) -> str:
+        spec = importlib.util.find_spec(systems.module_name(name))
+        assert spec is not None and spec.origin is not None, name
+        return pathlib.Path(spec.origin).read_text()
+
+    with_sebulba = {name for name in systems.MODULE_OF if "\ndef sebulba_setup(" in source(name)}
+    assert with_sebulba == set(validation.SEBULBA_SYSTEMS), with_sebulba
+
+
 def test_cpu_envs_are_refused_by_anakin():
     problems = validation.problems(compose_config("ppo", ["env=gymnasium/cartpole"]))
     assert problems and "use arch=sebulba" in problems[0], problems

@@ -59,7 +59,10 @@ SPECS: Dict[str, Spec] = {
     "network.*.action_head.inward_gradient": flag("the deterministic actor's tanh passes gradients that point back "
                                                   "inside (-1, 1) undamped, so a saturated actor can recover"),
     "network.*.*.noisy": flag("noisy layers in the head"),
-    "network.*.pre_torso.channels": int_list(POSITIVE_INT, "the convolutions' output channels, one per conv layer"),
+    "network.*.pre_torso.channels": int_list(POSITIVE_INT, "the convolutions' output channels, one per conv layer "
+                                             "(ResNetTorso: one per stage)"),
+    "network.*.pre_torso.blocks_per_stage": integer("[0, inf)", "ResNetTorso: residual blocks after each stage's "
+                                                                "convolution and max-pool"),
     "network.*.pre_torso.kernel_sizes": int_list(POSITIVE_INT, "the convolutions' square kernel sizes"),
     "network.*.pre_torso.strides": int_list(POSITIVE_INT, "the convolutions' strides"),
     "network.representation_network.latent_size": integer(
@@ -74,6 +77,19 @@ SPECS: Dict[str, Spec] = {
     "env.kwargs.num_symbols": integer("[2, inf)", "RepeatPrevious: the symbols shown, one-hot; also the actions"),
     "env.kwargs.lag": integer(POSITIVE_INT, "RepeatPrevious: how many steps back the answer lies"),
     "env.kwargs.horizon": integer("[2, inf)", "RepeatPrevious: the episode's length, where it terminates"),
+    # envpool's Atari preprocessing (config/env/envpool/pong.yaml; envpool itself refuses what it cannot do)
+    "env.kwargs.img_height": integer(POSITIVE_INT, "Atari: the frames' height in pixels after resizing"),
+    "env.kwargs.img_width": integer(POSITIVE_INT, "Atari: the frames' width in pixels after resizing"),
+    "env.kwargs.gray_scale": flag("Atari: grayscale frames (one channel per stacked frame)"),
+    "env.kwargs.stack_num": integer(POSITIVE_INT, "Atari: the last frames stacked into one observation"),
+    "env.kwargs.frame_skip": integer(POSITIVE_INT, "Atari: emulator frames each action is repeated for"),
+    "env.kwargs.noop_max": integer(POSITIVE_INT, "Atari: at most this many no-op actions at reset"),
+    "env.kwargs.episodic_life": flag("Atari, training only: a lost life ends the learner's episode (discount 0); "
+                                     "the logged and evaluated returns are whole games"),
+    "env.kwargs.reward_clip": flag("Atari, training only: rewards clipped to their sign; the logged and evaluated "
+                                   "returns are the game's score"),
+    "env.kwargs.repeat_action_probability": real("[0, 1]", "Atari: sticky actions, the chance the previous action "
+                                                           "is repeated"),
 }
 
 SPECS.update(schemas.specs())
@@ -275,12 +291,22 @@ def _process_id_in_range(values: Mapping[str, ConfigValue]) -> Optional[str]:
     return None
 
 
+# The systems with a Sebulba learner (a `sebulba_setup` in their module; tests/test_sebulba.py checks the list
+# against the registry): only they can train on a CPU suite.
+SEBULBA_SYSTEMS = ("ppo", "impala")
+
+
 def _arch_fits_the_env_suite(values: Mapping[str, ConfigValue]) -> Optional[str]:
     """Anakin compiles the env into the learner, so it needs a JAX suite; Sebulba's actor threads step CPU envs."""
     suite, sebulba = values.get("env.suite"), "arch.actor_device_ids" in values
     if suite is None:
         return None
     cpu_suite = suite in ("gymnasium", "envpool")
+    system_name = values.get("system.system_name")
+    if cpu_suite and system_name is not None and system_name not in SEBULBA_SYSTEMS:
+        return (f"env.suite={suite} steps CPU envs, which only arch=sebulba runs, and {system_name} has no Sebulba "
+                f"learner: train {' or '.join(SEBULBA_SYSTEMS)} on it (python -m experiments.ppo arch=sebulba "
+                f"env=...), or give {system_name} a JAX suite (e.g. env=gymnax/breakout, MinAtar).")
     if cpu_suite and not sebulba:
         return f"env.suite={suite} steps CPU envs, which arch=anakin cannot compile into its learner: use arch=sebulba."
     if sebulba and not cpu_suite:
@@ -350,6 +376,8 @@ def _replayed_sequences_fit_the_first_rollout(values: Mapping[str, ConfigValue])
 
 
 CNN_TORSO = "stoix_like.networks.torsos.CNNTorso"
+# torsos that read (height, width, channels) grids
+IMAGE_TORSOS = (CNN_TORSO, "stoix_like.networks.torsos.ResNetTorso")
 
 
 def _torsos_read_the_observation_layout(values: Mapping[str, ConfigValue]) -> Optional[str]:
@@ -360,12 +388,13 @@ def _torsos_read_the_observation_layout(values: Mapping[str, ConfigValue]) -> Op
         if not (key.startswith("network.") and key.endswith(".pre_torso._target_")):
             continue
         is_cnn = target == CNN_TORSO
-        if is_cnn and layout != "image":
+        if target in IMAGE_TORSOS and layout != "image":
             return (f"{key}={target} reads (height, width, channels) grids, but env.observation_layout={layout}: "
                     "set env.observation_layout=image (the suite must observe a grid).")
-        if not is_cnn and layout == "image":
+        if target not in IMAGE_TORSOS and layout == "image":
             return (f"env.observation_layout=image keeps grid observations, which {key}={target} does not read: "
-                    "choose a CNN network (network=cnn_ppo) or env.observation_layout=flat.")
+                    "choose a CNN network (network=cnn_ppo; Atari frames: network=resnet_ppo or cnn_ppo_nature) "
+                    "or env.observation_layout=flat.")
         head = key[: -len("._target_")]
         lengths = {name: len(values[f"{head}.{name}"]) for name in ("channels", "kernel_sizes", "strides")
                    if is_cnn and isinstance(values.get(f"{head}.{name}"), (list, tuple))}
@@ -443,8 +472,8 @@ def _sequences_tile_the_rollout(values: Mapping[str, ConfigValue]) -> Optional[s
 
 CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, ConfigValue]], Optional[str]], ...] = (
     _buffer_holds_a_batch, _epsilon_decays, _supports_are_intervals, _process_id_in_range,
-    _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _torsos_read_the_observation_layout,
-    _recurrent_networks_fit_the_system, _arch_fits_the_env_suite, _sebulba_layout_divides,
+    _td_target_fits_the_system, _replayed_sequences_fit_the_first_rollout, _arch_fits_the_env_suite,
+    _torsos_read_the_observation_layout, _recurrent_networks_fit_the_system, _sebulba_layout_divides,
     _burn_in_leaves_steps_to_learn, _sequences_tile_the_rollout, _shared_torso_fits_the_system,
     _recomputed_advantages_fit_the_system)
 

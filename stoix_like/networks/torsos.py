@@ -72,6 +72,46 @@ class CNNTorso(nn.Module):
         return MLPTorso(self.layer_sizes, self.activation)(x)
 
 
+class ResNetTorso(nn.Module):
+    """IMPALA's residual CNN (Espeholt et al. 2018, the "deep" network) over (..., height, width, channels)
+    observations (`env.observation_layout=image`), then dense layers.
+
+    Each stage: a 3×3 convolution to `channels[i]`, a 3×3 max-pool of stride 2 ("SAME": 84 → 42 → 21 → 11), then
+    `blocks_per_stage` residual blocks (relu → conv 3×3 → relu → conv 3×3, added to the block's input). After
+    the stages: relu, flatten, `layer_sizes` dense layers. Leading axes are batch axes, however many.
+
+    Unlike CNNTorso's patch-matrix convolutions (fast on CPU for small grids), these are `nn.Conv`: at 84×84 the
+    patch matrices of every layer would be 9× the activations, and accelerators have convolution kernels.
+    """
+
+    channels: Sequence[int]
+    layer_sizes: Sequence[int]
+    blocks_per_stage: int = 2
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        if x.ndim < 3:
+            raise ValueError(f"ResNetTorso reads (..., height, width, channels) observations, got shape {x.shape}: "
+                             "set env.observation_layout=image")
+        act = activation_by_name(self.activation)
+        batch_shape = x.shape[:-3]
+        x = x.reshape((-1,) + x.shape[-3:])
+
+        def conv(features: int) -> nn.Conv:
+            return nn.Conv(features, (3, 3), padding="SAME", kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)),
+                           bias_init=nn.initializers.zeros)
+
+        for channels in self.channels:
+            x = conv(channels)(x)
+            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+            for _ in range(self.blocks_per_stage):
+                residual = conv(channels)(act(x))
+                x = x + conv(channels)(act(residual))
+        x = act(x).reshape(batch_shape + (-1,))
+        return MLPTorso(self.layer_sizes, self.activation)(x)
+
+
 def same_padded_patches(images: jax.Array, kernel_size: int, stride: int) -> jax.Array:
     """The k×k patches a "SAME"-padded convolution reads, one per output pixel.
 

@@ -1,7 +1,9 @@
 """Sebulba's evaluation: exactly `num_episodes` episodes on CPU envs of their own, never the actors'.
 
 One env per episode, all stepped as one batch: each env's first episode counts, whatever it does after it ends,
-so the statistics cover exactly the requested episodes (as the JAX evaluator's masked padding does).
+so the statistics cover exactly the requested episodes (as the JAX evaluator's masked padding does). An episode
+here is what the episode metrics count: a whole game, even where training ends the learner's episode at a lost
+life (cpu_vector_env's docstring).
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ def make_cpu_evaluator(envs: CpuVectorEnv, eval_policy: EvalPolicy) -> Evaluate:
         for t in range(envs.max_episode_steps):  # the time limit ends every episode by then
             action = np.asarray(policy(eval_params, timestep.observation, jax.random.fold_in(policy_key, t)))
             timestep = envs.step(action)
-            ended_now = timestep.last() & ~done
             metrics = timestep.extras["episode_metrics"]
+            # the game's end, which the metrics follow (an Atari life lost is a learner's episode, not a game)
+            ended_now = np.asarray(metrics["is_terminal_step"], bool) & ~done
             returns = np.where(ended_now, metrics["episode_return"], returns)
             lengths = np.where(ended_now, metrics["episode_length"], lengths)
             done |= ended_now

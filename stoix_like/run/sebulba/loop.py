@@ -62,7 +62,8 @@ def run(config: DictConfig, sebulba_setup: Optional[SebulbaLearnerSetup], algori
     # Everything a user can get wrong is checked before an env is built or a thread started.
     validation.validate(config)
     if sebulba_setup is None:
-        raise ConfigError(f"{algorithm} has no Sebulba learner yet: run it with arch=anakin (arch=sebulba runs ppo).")
+        raise ConfigError(f"{algorithm} has no Sebulba learner yet: run it with arch=anakin (arch=sebulba runs "
+                          f"{' and '.join(validation.SEBULBA_SYSTEMS)}).")
     start_backend_with_cpu_threads(config.arch.get("cpu_threads"))  # before anything asks jax for a device
     layout = layout_of(config)
     # Anakin's exact budget, with every actor thread's envs as the update's envs and the learner devices as its
@@ -111,7 +112,8 @@ def _run(config: DictConfig, sebulba_setup: SebulbaLearnerSetup, algorithm: str,
     try:
         for _ in layout.actor_devices:
             actor_envs.append(make_cpu_envs(config.env, envs_per_thread(config, layout), seed))
-        eval_envs = make_cpu_envs(config.env, int(arch.num_eval_episodes), seed)
+        # the game as it is (no life-loss episodes, no reward clipping): evaluations report game scores
+        eval_envs = make_cpu_envs(config.env, int(arch.num_eval_episodes), seed, evaluation=True)
         actor_envs.append(eval_envs)  # closed with the others
         setup = sebulba_setup(actor_envs[0], setup_key, config, budget, len(layout.learner_devices))
         logger.message(_describe(algorithm, config, budget, layout))
