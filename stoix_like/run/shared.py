@@ -26,7 +26,7 @@ ABSOLUTE_METRIC_EPISODE_FACTOR = 10
 
 
 class RunResult(NamedTuple):
-    absolute_return: float  # mean over seeds: what `run` returns (and a sweep maximises)
+    absolute_return: float  # mean over seeds (`run` returns their IQM, which a sweep maximises)
     absolute_returns: List[float]  # per seed
     best_returns: List[float]  # per seed: the best eval return, whose params the absolute metric evaluated
     final_returns: List[float]  # per seed: the final params (what a user keeps) over the absolute metric's episodes
