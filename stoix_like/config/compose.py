@@ -20,8 +20,11 @@ CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pat
 def register_plugin_defaults() -> None:
     """Our defaults for the Hydra plugins, under the plugins' own names.
 
-    `-m hydra/sweeper=optuna` maximises what `run_experiment` returns (the absolute-metric return), one
-    TPE trial at a time, with the study in memory. `hydra/launcher=submitit_slurm` requeues a preempted or
+    `-m hydra/sweeper=optuna` maximises what `run_experiment` returns (the seeds' IQM of the absolute-metric
+    return), one TPE trial at a time, with the study in memory, or in the database `hydra.sweeper.storage`
+    names, shared by every job that names the same `hydra.sweeper.study_name`
+    (hydra_plugins/stoix_like_plugins/optuna_study.py). `hydra/launcher=ray` runs each job as a Ray task
+    (hydra_plugins/stoix_like_plugins/ray_launcher.py). `hydra/launcher=submitit_slurm` requeues a preempted or
     timed-out job (run it with logger.checkpointing.resume=True and a fixed directory, and the requeued job
     goes on from its last checkpoint). `hydra/launcher=submitit_local` runs each job in its own local process.
     These are stored in Hydra's ConfigStore rather than as config/hydra/... files because a file with a
@@ -30,14 +33,18 @@ def register_plugin_defaults() -> None:
     # Hydra executes every plugin module once, when it first scans them; ours must come after that.
     Plugins.instance()
     try:
-        from hydra_plugins.hydra_optuna_sweeper.config import Direction, OptunaSweeperConf
+        from hydra_plugins.hydra_optuna_sweeper.config import Direction
     except ImportError:  # the plugin is optional at run time
         pass
     else:
+        from hydra_plugins.stoix_like_plugins.optuna_study import SharedStudySweeperConf
+
         ConfigStore.instance().store(
             group="hydra/sweeper", name="optuna", provider="stoix_like",
-            node=OptunaSweeperConf(direction=Direction.maximize,
-                                   n_jobs=1, max_failure_rate=0.25))
+            node=SharedStudySweeperConf(direction=Direction.maximize, n_jobs=1, max_failure_rate=0.25))
+    from hydra_plugins.stoix_like_plugins.ray_launcher import RayLauncherConf  # ray itself loads at launch
+
+    ConfigStore.instance().store(group="hydra/launcher", name="ray", provider="stoix_like", node=RayLauncherConf)
     try:
         from hydra_plugins.hydra_submitit_launcher.config import LocalQueueConf, SlurmQueueConf
     except ImportError:
