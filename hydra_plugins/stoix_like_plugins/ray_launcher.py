@@ -3,7 +3,7 @@ cluster (`hydra.launcher.ray.init.address=HOST:PORT`), with the CPUs and GPUs `h
 
 Ours, on Ray's own API, rather than Hydra's hydra-ray-launcher 1.2.2: that plugin requires cloudpickle < 3 (this
 stack has 3.x, which gymnasium and submitit use), ray[default] (the dashboard's ~30 packages) and boto3 for its AWS
-launcher, and waits on an unreachable address without bound. This one needs `ray` only (`pip install .[ray]`).
+launcher, and leaves an address that does not answer to Ray's own retries (20, about a second apart). This one needs `ray` only (`pip install .[ray]`).
 
 A job runs as the basic launcher runs it (Hydra's `run_job`), so it writes the same directory
 (`<hydra.sweep.dir>/<hydra.sweep.subdir>`, the sweep directory made absolute on the machine that launches) and
