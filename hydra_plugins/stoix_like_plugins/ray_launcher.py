@@ -3,7 +3,8 @@ cluster (`hydra.launcher.ray.init.address=HOST:PORT`), with the CPUs and GPUs `h
 
 Ours, on Ray's own API, rather than Hydra's hydra-ray-launcher 1.2.2: that plugin requires cloudpickle < 3 (this
 stack has 3.x, which gymnasium and submitit use), ray[default] (the dashboard's ~30 packages) and boto3 for its AWS
-launcher, and leaves an address that does not answer to Ray's own retries (20, about a second apart). This one needs `ray` only (`pip install .[ray]`).
+launcher, and leaves an address that does not answer to Ray's own retries (20, about a second apart). This one
+needs `ray` only (`pip install .[ray]`).
 
 A job runs as the basic launcher runs it (Hydra's `run_job`), so it writes the same directory
 (`<hydra.sweep.dir>/<hydra.sweep.subdir>`, the sweep directory made absolute on the machine that launches) and
@@ -130,7 +131,9 @@ class RayLauncher(Launcher):
 
 
 def _plain_dict(node: DictConfig) -> Dict[str, Any]:
-    return {str(key): value for key, value in OmegaConf.to_container(node, resolve=True).items()}  # type: ignore[union-attr]
+    container = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(container, dict)
+    return {str(key): value for key, value in container.items()}
 
 
 def _start_ray(ray: Any, init: Dict[str, Any]) -> None:
