@@ -12,29 +12,35 @@ import numpy as np
 from stoix_like.envs.environment import ActionSpace, ContinuousActionSpace, DiscreteActionSpace
 from stoix_like.networks.distributions import DeterministicAction, MaskedCategorical, TanhGaussian
 from stoix_like.networks.noisy import NoisyDense
+from stoix_like.networks.torsos import kernel_init_by_name
 
 
 class CategoricalHead(nn.Module):
     num_actions: int
+    kernel_init: str = "orthogonal"  # gain 0.01; or lecun_uniform
 
     @nn.compact
     def __call__(self, features: jax.Array, action_mask: jax.Array) -> MaskedCategorical:
         # a small output init keeps the initial policy near uniform, as in PPO reference implementations
-        logits = nn.Dense(self.num_actions, kernel_init=nn.initializers.orthogonal(0.01))(features)
+        logits = nn.Dense(self.num_actions, kernel_init=kernel_init_by_name(self.kernel_init, 0.01))(features)
         return MaskedCategorical(logits, action_mask)
 
 
 class TanhGaussianHead(nn.Module):
+    """`kernel_init: orthogonal` (gain 0.01) starts every state at loc 0 and scale softplus(0); `lecun_uniform`
+    (brax's) starts them varied by state."""
+
     action_dim: int
     low: tuple
     high: tuple
     min_scale: float = 1e-3
+    kernel_init: str = "orthogonal"
 
     @nn.compact
     def __call__(self, features: jax.Array, action_mask: jax.Array) -> TanhGaussian:
         del action_mask  # continuous actions have none
-        loc = nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(0.01))(features)
-        scale = nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(0.01))(features)
+        loc = nn.Dense(self.action_dim, kernel_init=kernel_init_by_name(self.kernel_init, 0.01))(features)
+        scale = nn.Dense(self.action_dim, kernel_init=kernel_init_by_name(self.kernel_init, 0.01))(features)
         scale = jax.nn.softplus(scale) + self.min_scale
         return TanhGaussian(loc, scale, jnp.asarray(self.low, jnp.float32), jnp.asarray(self.high, jnp.float32))
 
@@ -109,9 +115,11 @@ def deterministic_head(action_space: ActionSpace, **kwargs) -> nn.Module:
 
 
 class ScalarCriticHead(nn.Module):
+    kernel_init: str = "orthogonal"  # gain 1.0; or lecun_uniform (brax's)
+
     @nn.compact
     def __call__(self, features: jax.Array) -> jax.Array:
-        return nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(features).squeeze(-1)
+        return nn.Dense(1, kernel_init=kernel_init_by_name(self.kernel_init, 1.0))(features).squeeze(-1)
 
 
 class CategoricalCriticHead(nn.Module):

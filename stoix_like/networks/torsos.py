@@ -19,19 +19,34 @@ def activation_by_name(name: str) -> Callable[[jax.Array], jax.Array]:
     return _ACTIVATIONS[name]
 
 
+# Kernel initialisers by name: "orthogonal" with the gain the layer's role calls for (√2 before a ReLU-like
+# activation, 1.0 for a value, 0.01 for a policy's output), or "lecun_uniform", brax's for every layer (no gain).
+KERNEL_INITS = ("orthogonal", "lecun_uniform")
+
+
+def kernel_init_by_name(name: str, orthogonal_gain: float) -> nn.initializers.Initializer:
+    if name == "orthogonal":
+        return nn.initializers.orthogonal(orthogonal_gain)
+    if name == "lecun_uniform":
+        return nn.initializers.lecun_uniform()
+    raise ValueError(f"unknown kernel_init {name!r}; choose one of {', '.join(KERNEL_INITS)}")
+
+
 class MLPTorso(nn.Module):
-    """Dense layers with orthogonal(√2) init, the PPO-standard initialisation; optional LayerNorm (PQN needs it)."""
+    """Dense layers with orthogonal(√2) init, the PPO-standard initialisation (`kernel_init: lecun_uniform`:
+    brax's); optional LayerNorm (PQN needs it)."""
 
     layer_sizes: Sequence[int]
     activation: str = "relu"
     use_layer_norm: bool = False
+    kernel_init: str = "orthogonal"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         act = activation_by_name(self.activation)
         x = x.reshape(x.shape[: x.ndim - 1] + (-1,)) if x.ndim else x
         for size in self.layer_sizes:
-            x = nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)),
+            x = nn.Dense(size, kernel_init=kernel_init_by_name(self.kernel_init, np.sqrt(2.0)),
                          bias_init=nn.initializers.zeros)(x)
             if self.use_layer_norm:
                 x = nn.LayerNorm()(x)
