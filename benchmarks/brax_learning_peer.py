@@ -12,10 +12,14 @@ one after another, with the hyperparameters read from that same composed config:
   (`num_updates_per_batch`) over `system.num_minibatches` minibatches;
 - γ, λ, clip ε, learning rate, entropy and value-loss weights, gradient-norm clip, reward scaling, observation
   normalisation and network sizes: the same numbers; brax takes one activation for both networks, the critic's;
-- what stays brax's own: its constant learning rate (ours decays linearly to 0), its policy's state-independent
-  noise scale (ours is a function of the state), its initialisation, and its time-limit handling (it masks the
-  truncated step out of the loss; ours bootstraps it. Its `bootstrap_on_timeout` reads a `time_out` that brax's own
-  episode wrapper does not set).
+- what stays brax's own: its learning rate is constant (ours follows `system.decay_learning_rates`), its init is
+  lecun_uniform (ours follows `network.*.kernel_init`), one Adam (eps 1e-8) steps both networks after one
+  gradient-norm clip over both (ours: one each, eps 1e-5), its observation normalisation is not clipped (ours at
+  ±10), it recomputes advantages per minibatch (ours once per rollout unless `system.recompute_advantages`), its
+  training envs restart from the state of their first reset (ours draw a fresh one), and its time-limit handling
+  masks the truncated step out of the loss (ours bootstraps it; its `bootstrap_on_timeout` reads a `time_out`
+  that brax's own episode wrapper does not set). Its policy is ours in form: a tanh-squashed Gaussian whose
+  mean and softplus scale are both outputs of the network.
 
 Ours logs its run into `docs/results/brax_peer/ppo/<task>/ours_<first seed>/`; brax's per-seed returns go to
 `docs/results/brax_peer/ppo/<task>/brax_<first seed>.json`. README's "Continuous control" table is rendered from
