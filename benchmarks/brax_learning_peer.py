@@ -1,6 +1,7 @@
 """Ours against brax's own PPO trainer on a brax task: the same env, budget, update shape, hyperparameters and seeds.
 
     python benchmarks/brax_learning_peer.py --task ant [--first-seed 1000] [--num-seeds 4] [--side ours|brax|both]
+                                            [--reuse docs/results/brax_peer/ppo/ant/brax_1000.json]
 
 Ours trains the seeds as one population in one program (`python -m experiments.ppo env=brax/<task>
 arch.seed=S arch.num_seeds=N`, the task's tuned defaults composed by `env=`). brax's trainer
@@ -20,6 +21,10 @@ one after another, with the hyperparameters read from that same composed config:
   masks the truncated step out of the loss (ours bootstraps it; its `bootstrap_on_timeout` reads a `time_out`
   that brax's own episode wrapper does not set). Its policy is ours in form: a tanh-squashed Gaussian whose
   mean and softplus scale are both outputs of the network.
+
+brax's side does not depend on our network's init or actor activation, so a change to those leaves its results
+standing: `--reuse` reads the seeds an earlier brax file already holds (refused if that file records another
+config; files written before the config was recorded are taken on trust) and runs only the others.
 
 Ours logs its run into `docs/results/brax_peer/ppo/<task>/ours_<first seed>/`; brax's per-seed returns go to
 `docs/results/brax_peer/ppo/<task>/brax_<first seed>.json`. README's "Continuous control" table is rendered from
@@ -103,7 +108,33 @@ def brax_kwargs(config) -> Dict[str, Any]:
     )
 
 
-def run_brax(config, seeds: List[int]) -> Dict[str, Any]:
+def brax_record(config) -> str:
+    """What a brax result was trained on, to tell whether an older result file can stand for a seed today."""
+    kwargs = {key: value for key, value in brax_kwargs(config).items() if key != "network_factory"}
+    network = brax_kwargs(config)["network_factory"]
+    kwargs.update(network.keywords, activation=getattr(network.keywords["activation"], "__name__", "?"))
+    return json.dumps({"env": str(config.env.scenario.name), "env_kwargs": dict(config.env.kwargs), **kwargs},
+                      sort_keys=True, default=str)
+
+
+def reused_seeds(path: str, config) -> Dict[int, Dict[str, Any]]:
+    """Per seed, what brax's trainer gave in an earlier result file of the same config (`--reuse`)."""
+    with open(path) as file:
+        earlier = json.load(file)
+    recorded = earlier.get("config")
+    if recorded is not None and recorded != brax_record(config):
+        sys.exit(f"--reuse {path}: brax's trainer ran another config there; run its seeds again")
+    if earlier["total_timesteps"] != int(config.arch.total_timesteps):
+        sys.exit(f"--reuse {path}: {earlier['total_timesteps']:,} steps per seed, not {config.arch.total_timesteps:,}")
+    per_seed = earlier.get("wall_seconds_per_seed") or [earlier["wall_seconds"] / len(earlier["seeds"])] * len(
+        earlier["seeds"])
+    return {seed: {"final": earlier["final"][k], "absolute": earlier["absolute"][k],
+                   "evaluations": earlier["evaluations"][k], "wall_seconds": per_seed[k],
+                   "wall_estimated": "wall_seconds_per_seed" not in earlier, "from": os.path.basename(path)}
+            for k, seed in enumerate(earlier["seeds"])}
+
+
+def run_brax(config, seeds: List[int], reused: Dict[int, Dict[str, Any]]) -> Dict[str, Any]:
     import jax
     from brax import envs
     from brax.training.agents.ppo import train as ppo
@@ -113,18 +144,32 @@ def run_brax(config, seeds: List[int]) -> Dict[str, Any]:
     _restore_device_put_replicated(jax)
     kwargs = brax_kwargs(config)
     env = envs.get_environment(str(config.env.scenario.name), **dict(config.env.kwargs))
-    out = {"final": [], "absolute": [], "wall_seconds": 0.0, "evaluations": []}
+    out: Dict[str, Any] = {"final": [], "absolute": [], "wall_seconds": 0.0, "wall_seconds_per_seed": [],
+                           "evaluations": [], "reused": {}, "config": brax_record(config)}
     for seed in seeds:
+        if seed in reused:  # the same config's result for this seed, from an earlier file
+            earlier = reused[seed]
+            for key in ("final", "absolute", "evaluations"):
+                out[key].append(earlier[key])
+            out["wall_seconds_per_seed"].append(earlier["wall_seconds"])
+            out["wall_seconds"] += earlier["wall_seconds"]
+            out["reused"][str(seed)] = (f"from {earlier['from']}" + (
+                " (wall time: that file's mean per seed, it kept no per-seed times)" if earlier["wall_estimated"]
+                else ""))
+            print(f"  brax seed {seed}: final {earlier['final']:.1f}, reused from {earlier['from']}", flush=True)
+            continue
         rewards = []
         progress = lambda step, metrics: rewards.append((int(step), float(metrics["eval/episode_reward"])))
         start = time.perf_counter()
         ppo.train(environment=env, seed=seed, progress_fn=progress, **kwargs)
-        out["wall_seconds"] += time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        out["wall_seconds"] += seconds
+        out["wall_seconds_per_seed"].append(seconds)
         out["final"].append(rewards[-1][1])
         out["absolute"].append(max(reward for step, reward in rewards[1:]))
         out["evaluations"].append(rewards)
         print(f"  brax seed {seed}: final {rewards[-1][1]:.1f}, best evaluation {out['absolute'][-1]:.1f}, "
-              f"{time.perf_counter() - start:.0f}s", flush=True)
+              f"{seconds:.0f}s", flush=True)
     return out
 
 
@@ -134,9 +179,13 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=1000)
     parser.add_argument("--num-seeds", type=int, default=4)
     parser.add_argument("--side", choices=("ours", "brax", "both"), default="both")
+    parser.add_argument("--reuse", metavar="BRAX_JSON",
+                        help="an earlier brax_<seed>.json of the same config: its seeds are read, not run again")
     args = parser.parse_args()
     if args.num_seeds < 1:
         parser.error("--num-seeds must be at least 1")
+    if args.reuse and not os.path.exists(args.reuse):
+        parser.error(f"--reuse {args.reuse}: no such file")
     out_dir = os.path.join(RESULTS, "ppo", args.task)
     ours_dir = os.path.join(out_dir, f"ours_{args.first_seed}")
     seeds = list(range(args.first_seed, args.first_seed + args.num_seeds))
@@ -145,7 +194,8 @@ def main() -> None:
         shutil.rmtree(ours_dir, ignore_errors=True)  # a population is one program: never pooled with an older one
         run_ours(config)
     if args.side in ("brax", "both"):
-        result = run_brax(config, seeds)
+        reused = reused_seeds(args.reuse, config) if args.reuse else {}
+        result = run_brax(config, seeds, reused)
         result.update(seeds=seeds, total_timesteps=int(config.arch.total_timesteps), date=time.strftime("%Y-%m-%d"))
         with open(os.path.join(out_dir, f"brax_{args.first_seed}.json"), "w") as file:
             json.dump(result, file, indent=1)
