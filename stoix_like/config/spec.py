@@ -136,6 +136,7 @@ DISTRIBUTIONAL_TD_TARGETS = ("q_learning", "double_q_learning")  # systems/q_lea
 DISTRIBUTIONS = ("categorical", "quantile")  # systems/q_learning/distributional_dqn.py DISTRIBUTIONS
 SEARCH_POLICIES = ("gumbel_muzero", "muzero")  # systems/search/mcts.py SEARCH_POLICIES
 ACTIVATIONS = ("elu", "gelu", "relu", "silu", "tanh")  # networks/torsos.py
+KERNEL_INITS = ("orthogonal", "lecun_uniform")  # networks/torsos.KERNEL_INITS
 ENV_SUITES = ("gymnax", "brax", "jumanji", "navix", "xminigrid", "craftax", "pgx", "gymnasium", "envpool",
               "playground", "popjax")  # envs/factory.py AVAILABLE_SUITES
 OBSERVATION_LAYOUTS = ("flat", "image")  # envs/environment.py OBSERVATION_LAYOUTS

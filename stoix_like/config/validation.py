@@ -32,7 +32,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from stoix_like.config import schemas
 from stoix_like.config.spec import (  # noqa: F401 (the enumerations are read from here too)
-    ACTIVATIONS, BRAX_BACKENDS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, MUNCHAUSEN_KEYS,
+    ACTIVATIONS, BRAX_BACKENDS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, KERNEL_INITS,
+    MUNCHAUSEN_KEYS,
     NEPTUNE_MODES, OBSERVATION_LAYOUTS, PLAYGROUND_IMPLS, POSITIVE_INT, RECURRENT_CELLS, SAVED_PARAMS,
     SEARCH_POLICIES, SEED_LOOPS, TD_TARGETS, ConfigValue, Spec, _is_whole_float, choice, flag, int_list, integer,
     real)
@@ -49,6 +50,8 @@ SPECS: Dict[str, Spec] = {
     "network.*.pre_torso.layer_sizes": int_list(POSITIVE_INT, "the hidden layers' widths"),
     "network.*.pre_torso.activation": choice(ACTIVATIONS, "the hidden layers' activation"),
     "network.*.pre_torso.use_layer_norm": flag("LayerNorm after every hidden layer"),
+    "network.*.*.kernel_init": choice(KERNEL_INITS, "the layers' initialisation: orthogonal with the layer's gain (√2 "
+                                                    "hidden, 0.01 policy output, 1.0 value), or brax's lecun_uniform"),
     "network.*.*.num_atoms": integer("[2, inf)", "the atoms of the categorical support"),
     "network.*.*.v_min": real("(-inf, inf)", "the lowest return of the categorical support"),
     "network.*.*.v_max": real("(-inf, inf)", "the highest return of the categorical support"),
