@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Sequence, Tuple
 
 import chex
 import flax.linen as nn
@@ -54,6 +54,14 @@ class MLPTorso(nn.Module):
         return x
 
 
+def _grids_in_one_batch(torso: str, x: jax.Array) -> Tuple[jax.Array, Tuple[int, ...]]:
+    """(..., height, width, channels) grids as one batch axis, and the leading axes to restore after the torso."""
+    if x.ndim < 3:
+        raise ValueError(f"{torso} reads (..., height, width, channels) observations, got shape {x.shape}: "
+                         "set env.observation_layout=image")
+    return x.reshape((-1,) + x.shape[-3:]), x.shape[:-3]
+
+
 class CNNTorso(nn.Module):
     """Convolutions over a (height, width, channels) observation (`env.observation_layout=image`), then dense
     layers. Leading axes are batch axes, however many (a rollout's (T, envs) included). "SAME" padding, so
@@ -73,12 +81,8 @@ class CNNTorso(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        if x.ndim < 3:
-            raise ValueError(f"CNNTorso reads (..., height, width, channels) observations, got shape {x.shape}: "
-                             "set env.observation_layout=image")
+        x, batch_shape = _grids_in_one_batch("CNNTorso", x)
         act = activation_by_name(self.activation)
-        batch_shape = x.shape[:-3]
-        x = x.reshape((-1,) + x.shape[-3:])
         for channels, kernel_size, stride in zip(self.channels, self.kernel_sizes, self.strides, strict=True):
             x = nn.Dense(channels, kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)),
                          bias_init=nn.initializers.zeros)(same_padded_patches(x, kernel_size, stride))
@@ -106,12 +110,8 @@ class ResNetTorso(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        if x.ndim < 3:
-            raise ValueError(f"ResNetTorso reads (..., height, width, channels) observations, got shape {x.shape}: "
-                             "set env.observation_layout=image")
+        x, batch_shape = _grids_in_one_batch("ResNetTorso", x)
         act = activation_by_name(self.activation)
-        batch_shape = x.shape[:-3]
-        x = x.reshape((-1,) + x.shape[-3:])
 
         def conv(features: int) -> nn.Conv:
             return nn.Conv(features, (3, 3), padding="SAME", kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)),
