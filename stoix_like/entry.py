@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 from stoix_like import systems
 from stoix_like.config import validation
-from stoix_like.config.compose import CONFIG_DIR, check_overrides, register_plugin_defaults, whole_numbers_as_ints
+from stoix_like.config.compose import CONFIG_DIR, check_overrides, command_line, register_plugin_defaults
 from stoix_like.errors import ConfigError
 
 def hydra_entry(config_name: str, run_experiment: Optional[str | Callable[[DictConfig], float]] = None
@@ -42,8 +42,8 @@ def hydra_entry(config_name: str, run_experiment: Optional[str | Callable[[DictC
     def main() -> float:
         if "--describe" in sys.argv[1:]:
             _describe_and_exit(config_name, [arg for arg in sys.argv[1:] if arg != "--describe"])
+        sys.argv = [sys.argv[0], *command_line(sys.argv[1:])]
         _refuse_bad_overrides(config_name, sys.argv[1:])
-        sys.argv = [sys.argv[0], *whole_numbers_as_ints(sys.argv[1:])]
         try:
             return hydra_main()
         finally:

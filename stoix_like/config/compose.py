@@ -11,7 +11,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.plugins import Plugins
 from omegaconf import DictConfig, OmegaConf
 
-from stoix_like.config import schemas, validation
+from stoix_like.config import schemas, sweep, validation
 
 # the YAMLs: config/ at the repository root, beside this package
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "config")
@@ -101,7 +101,12 @@ def compose_config(config_name: str, overrides: list[str] | tuple = ()) -> DictC
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return compose(config_name, overrides=whole_numbers_as_ints(list(overrides)))
+        return compose(config_name, overrides=command_line(list(overrides)))
+
+
+def command_line(overrides: list[str]) -> list[str]:
+    """The overrides as Hydra is given them: whole numbers at int keys as ints, `sweep.*` keys as additions."""
+    return sweep.command_line_additions(whole_numbers_as_ints(overrides))
 
 
 CONFIG_GROUPS = ("arch", "system", "network", "env", "logger")

@@ -481,6 +481,79 @@ CROSS_KEY_CHECKS: Tuple[Callable[[Mapping[str, ConfigValue]], Optional[str]], ..
     _recomputed_advantages_fit_the_system)
 
 
+# ------------------------------------------------------------------------------------------------ sweeps
+# `sweep.system.<key>=[v1,v2,...]` trains every grid point × seed as one member of one compiled program
+# (stoix_like/config/sweep.py). Only numbers a system's learner reads per member (stoix_like/learner/hyperparams.py)
+# can be swept so; the systems below read these keys so, and tests/test_sweep_in_one_program.py checks that a member
+# equals the single run with its values.
+POLICY_GRADIENT_SWEEPABLE = ("actor_lr", "critic_lr", "ent_coef", "vf_coef", "gamma", "gae_lambda", "reward_scale")
+SWEEPABLE = {
+    "ppo": POLICY_GRADIENT_SWEEPABLE + ("clip_eps",),
+    "ppo_penalty": POLICY_GRADIENT_SWEEPABLE + ("clip_eps",),
+    "dpo": POLICY_GRADIENT_SWEEPABLE + ("clip_eps",),
+    "reinforce": POLICY_GRADIENT_SWEEPABLE,
+}
+SWEEP_PREFIX = "sweep.system."
+
+
+def swept_keys(values: Mapping[str, ConfigValue]) -> Dict[str, ConfigValue]:
+    """{system key: its list of values} of every `sweep.system.<key>` in a config's leaves."""
+    return {key[len(SWEEP_PREFIX):]: value for key, value in values.items() if key.startswith(SWEEP_PREFIX)}
+
+
+def _sweep_problems(values: Mapping[str, ConfigValue], system_name: Optional[str]) -> List[str]:
+    """What is wrong with the config's `sweep.*` keys, one line each: a key that changes shapes or that the system
+    does not read per member, a value out of the key's range, a system or a run that cannot train members."""
+    keys = [key for key in values if key.startswith("sweep.")]
+    if not keys:
+        return []
+    supported = ", ".join(SWEEPABLE)
+    if system_name not in SWEEPABLE:
+        return [f"{keys[0]}: {system_name} cannot train a sweep in one program yet (its learner reads its "
+                f"hyperparameters as constants); systems that can: {supported}. Sweep {system_name} as a Hydra "
+                f"multirun instead: -m {keys[0][len('sweep.'):]}=v1,v2."]
+    sweepable = SWEEPABLE[system_name]
+    found = []
+    for key in keys:
+        target, value = key[len("sweep."):], values[key]
+        name = target[len("system."):] if target.startswith("system.") else None
+        spec = spec_of(target)
+        multirun = f"sweep it as a Hydra multirun instead: -m {target}=v1,v2"
+        if name is None or name not in sweepable:
+            if name is None or (spec is not None and spec.kind in ("int", "int_list")):
+                why = ("it changes array shapes or the program itself (envs, network sizes, batch and rollout "
+                       "sizes, loop lengths), so its members cannot share one compiled program")
+            elif spec is not None and spec.kind in ("bool", "choice"):
+                why = "it is a switch, which changes the program itself, so its members cannot share one program"
+            elif spec is None:
+                why = f"{system_name} has no key {target}"
+            else:
+                why = f"{system_name}'s learner reads it as a constant, not per member"
+            found.append(f"{key} cannot be swept in one program: {why}; {system_name} can sweep "
+                         f"{', '.join('system.' + each for each in sweepable)}; {multirun}.")
+            continue
+        if not isinstance(value, (list, tuple)) or not value:
+            found.append(f"{key}={show(value)} must be a non-empty list of values, e.g. {key}=[1e-4,3e-4].")
+            continue
+        if len(set(value)) != len(value):
+            found.append(f"{key}={show(value)} lists a value twice: each grid point must be trained once.")
+            continue
+        found += [line.replace(target, f"{key}[{index}]", 1) for index, item in enumerate(value)
+                  if (line := check_key(target, item))][:1]
+    if found:
+        return found
+    if "arch.actor_device_ids" in values:
+        return [f"{keys[0]}: arch=sebulba trains one seed per run; a sweep in one program needs arch=anakin."]
+    checkpointing = [key for key in ("logger.checkpointing.save_model", "logger.checkpointing.resume")
+                     if values.get(key)] + [key for key in ("logger.checkpointing.resume_from",
+                                                            "logger.checkpointing.load_params_from")
+                                            if values.get(key) is not None]
+    if checkpointing:
+        return [f"{keys[0]} with {checkpointing[0]}: a sweep in one program does not save or load checkpoints yet; "
+                f"turn {checkpointing[0]} off, or sweep as a Hydra multirun (-m)."]
+    return []
+
+
 def problems(config: Config) -> List[str]:
     """Every problem of a composed config, one line each: key by key in config order, then the cross-key rules
     (those only once every key they read is valid on its own)."""
@@ -488,6 +561,7 @@ def problems(config: Config) -> List[str]:
     system_name = system_name_of(config)
     found = [line for line in (renamed_key_problem(key, system_name) for key in values) if line]
     found += [line for line in (check_key(key, value) for key, value in values.items()) if line]
+    found += _sweep_problems(values, system_name)
     if not found:
         found = [line for line in (check(values) for check in CROSS_KEY_CHECKS) if line]
     return found

@@ -7,17 +7,32 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
+from stoix_like.learner.hyperparams import LearningRate
 
-def make_optimizer(learning_rate: float, max_grad_norm: float, decay_steps: int, decay: bool,
+
+def make_optimizer(learning_rate: LearningRate, max_grad_norm: float, decay_steps: int, decay: bool,
                    eps: float = 1e-5, one_vector: bool = False) -> optax.GradientTransformation:
     """`decay_steps` is the number of optimiser steps the run really takes, so the rate ends at zero on time.
     `one_vector`: step on the params laid end to end (`on_one_vector`), for a learner whose gradient steps are a
-    few small kernels each; by default optax's state, a moment per params leaf."""
-    schedule = optax.linear_schedule(learning_rate, 0.0, max(decay_steps, 1)) if decay else learning_rate
+    few small kernels each; by default optax's state, a moment per params leaf. `learning_rate`: a number, or a
+    swept rate read inside the traced update (`hyperparams.learning_rate`)."""
+    schedule = _schedule(learning_rate, decay_steps, decay)
     optimizer = optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(schedule, eps=eps))
     if one_vector:
         optimizer = on_one_vector(optimizer)
     return optax.GradientTransformation(init=zeros_on_host(optimizer.init), update=optimizer.update)
+
+
+def _schedule(learning_rate: LearningRate, decay_steps: int, decay: bool) -> optax.ScalarOrSchedule:
+    """optax's linear decay of a number; a swept rate times the same decay's factor (1 → 0), read per update.
+    Both give rate × fraction left, the same floats: optax computes (rate - 0) × fraction + 0."""
+    if not callable(learning_rate):
+        return optax.linear_schedule(learning_rate, 0.0, max(decay_steps, 1)) if decay else learning_rate
+    swept_rate = learning_rate
+    if not decay:
+        return lambda count: swept_rate()
+    fraction_left = optax.linear_schedule(1.0, 0.0, max(decay_steps, 1))
+    return lambda count: swept_rate() * fraction_left(count)
 
 
 def on_one_vector(optimizer: optax.GradientTransformation) -> optax.GradientTransformation:

@@ -13,14 +13,15 @@ import concurrent.futures
 import dataclasses
 import math
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
 from omegaconf import DictConfig
 
 from stoix_like.learner import budget as budget_lib
-from stoix_like.config import validation
+from stoix_like.learner import hyperparams
+from stoix_like.config import sweep, validation
 from stoix_like.run import checkpointing, run_record
 from stoix_like.runtime import compilation_cache, host_keys
 from stoix_like.claims import population
@@ -30,6 +31,7 @@ from stoix_like.runtime.cpu_threads import start_backend_for_run
 from stoix_like.errors import ConfigError
 from stoix_like.learner.evaluator import EvalPolicy, Evaluator, make_evaluator
 from stoix_like.run.logging import Logger, format_duration
+from stoix_like.run.member_logs import MemberLogs
 from stoix_like.run.shared import Evaluate, RunResult, end_of_run_returns, eval_params_of, run_dir_of
 from stoix_like.learner.system_contract import (LearnerOutput, LearnerSetup, SebulbaLearnerSetup,
                                         SystemSetup)
@@ -63,14 +65,19 @@ def _mean_completed_episode_return(episode_metrics: Dict[str, np.ndarray]) -> fl
     return float(episode_metrics["episode_return"][ended].mean())
 
 
-def _describe(algorithm: str, config: DictConfig, budget: budget_lib.Budget, seeds: List[int]) -> str:
+def _describe(algorithm: str, config: DictConfig, budget: budget_lib.Budget, seeds: List[int],
+              members: List[sweep.Member]) -> str:
+    num_points = len(sweep.grid_points(config))
     return (
         f"{algorithm} on {config.env.suite}/{run_record.task_name(config.env)}: {budget.total_timesteps:,} steps = "
         f"{budget.num_evaluation} evaluations × {budget.updates_per_evaluation} updates × "
         f"{budget.rollout_length} steps × {budget.total_num_envs} envs "
         f"({budget.n_devices} devices × {budget.update_batch_size} batch × {budget.num_envs} envs)"
         + (f" + {budget.warmup_steps:,} warm-up steps" if budget.warmup_steps else "")
-        + (f", for each of {len(seeds)} seeds {seeds[0]}..{seeds[-1]} in one program" if len(seeds) > 1 else "")
+        + (f", for each of {len(members)} members ({num_points} grid points of "
+           f"{' × '.join(sweep.swept_values(config))} × {len(members) // num_points} seeds) in one program"
+           if members else
+           f", for each of {len(seeds)} seeds {seeds[0]}..{seeds[-1]} in one program" if len(seeds) > 1 else "")
         + (f", on {parallel.process_count()} processes" if parallel.process_count() > 1 else "")
     )
 
@@ -103,12 +110,14 @@ def train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> Ru
     # compiled learner: on PPO CartPole one every 10 updates cost ~30% of throughput, an extra learn call ~16 ms
     # of CPU (benchmarks/progress_overhead.py).
     call_budget = learn_call_budget(budget, int(config.logger.progress_per_evaluation))
-    seeds = seeds_of(config)
+    # a sweep's members (grid points × seeds) run as the seeds do, member k with member k's seed
+    members = sweep.members(config)
+    seeds = [member.seed for member in members] if members else seeds_of(config)
     run_dir = run_dir_of(config)
     checkpoints = checkpointing.Checkpoints(config, run_dir, algorithm, budget, seeds)
-    logger = Logger(config, run_dir, algorithm, seeds)
+    logger = MemberLogs(config, run_dir, algorithm, members) if members else Logger(config, run_dir, algorithm, seeds)
     try:
-        return _train(config, learner_setup, algorithm, budget, call_budget, seeds, checkpoints, logger)
+        return _train(config, learner_setup, algorithm, budget, call_budget, seeds, checkpoints, logger, members)
     finally:
         logger.close()
 
@@ -125,23 +134,24 @@ def learn_call_budget(budget: budget_lib.Budget, calls_per_evaluation: int) -> b
 
 
 def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budget: budget_lib.Budget,
-           call_budget: budget_lib.Budget, seeds: List[int], checkpoints: checkpointing.Checkpoints, logger: Logger
-           ) -> RunResult:
+           call_budget: budget_lib.Budget, seeds: List[int], checkpoints: checkpointing.Checkpoints, logger: Logger,
+           members: List[sweep.Member]) -> RunResult:
     """setup → resume? → compile → [learn → evaluate → checkpoint] × N → absolute metric, as named steps.
-    `call_budget`: what one learn call covers (an evaluation interval, or its share: learn_call_budget)."""
+    `call_budget`: what one learn call covers (an evaluation interval, or its share: learn_call_budget). `members`:
+    a sweep's, one per seed of `seeds` ([] for a run that sweeps nothing)."""
     wall_start = time.perf_counter()
     calls_per_evaluation = call_budget.num_evaluation // budget.num_evaluation
     train_env, eval_env = envs_lib.make(config.env)
-    logger.message(_describe(algorithm, config, budget, seeds))
+    logger.message(_describe(algorithm, config, budget, seeds, members))
     # N seeds' identical setup programs compile once, unless the run turned the compilation cache off
     with compilation_cache.setup_programs_cached(bool(config.arch.get("compilation_cache", True))):
-        prepared = set_up(learner_setup, train_env, config, call_budget, seeds)
+        prepared = set_up(learner_setup, train_env, config, call_budget, seeds, members)
     fresh_eval_params = eval_params_of(prepared.system, prepared.fresh_state, 0, len(seeds))
     # Resume (or load params) before compiling, so that a refused checkpoint costs no compilation.
     learner_state, progress = resume(checkpoints, prepared, budget, logger, fresh_eval_params)
     evaluator = make_evaluator(eval_env, prepared.system.eval_policy, int(config.arch.num_eval_episodes))
     learn, compile_seconds = compile_programs(prepared.system, prepared.fresh_state, len(seeds), evaluator,
-                                              fresh_eval_params, parallel.seed_loop_of(config))
+                                              fresh_eval_params, parallel.seed_loop_of(config), members)
     loop = Loop(call_budget, seeds, prepared.system, logger, as_stage(evaluator))
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
     del prepared  # a resumed run need not keep the fresh state
@@ -176,7 +186,7 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
                                                          final_params)
     learned_here = (budget.num_evaluation - first_evaluation) * budget.steps_per_evaluation * len(seeds)
     _report(loop, config, progress, absolute_returns, final_returns, compile_seconds, learn_seconds, learned_here,
-            resumed=first_evaluation > 0)
+            resumed=first_evaluation > 0, members=members)
     logger.finish(run_record.Timings(time.perf_counter() - wall_start, compile_seconds, learn_seconds, learned_here),
                   resumed=first_evaluation > 0)
     return RunResult(float(np.mean(absolute_returns)), absolute_returns, list(progress.best_returns), final_returns,
@@ -212,14 +222,23 @@ class Prepared(NamedTuple):
 
 
 def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config: DictConfig, budget: budget_lib.Budget,
-           seeds: List[int]) -> Prepared:
-    """Each seed is set up exactly as a single run with that seed would be; the states then sit side by side."""
+           seeds: List[int], members: Sequence[sweep.Member] = ()) -> Prepared:
+    """Each seed is set up exactly as a single run with that seed would be; the states then sit side by side. A
+    sweep's member is set up as the single run it stands for (its config), and the learner, built once, reads each
+    member's swept values by the member's index (hyperparams.per_member)."""
+    configs = [member.config for member in members] or [config] * len(seeds)
     setups, eval_keys = [], []
-    for seed in seeds:
-        setup_key, eval_key = host_keys.split(host_keys.seed_key(seed))
-        setups.append(learner_setup(train_env, setup_key, config, budget))
-        eval_keys.append(np.asarray(eval_key))
-    return Prepared(setups[0], parallel.stack_seeds([each.learner_state for each in setups]), np.stack(eval_keys))
+    with hyperparams.sweeping(frozenset(sweep.swept_values(config))):
+        for seed, seed_config in zip(seeds, configs):
+            setup_key, eval_key = host_keys.split(host_keys.seed_key(seed))
+            setups.append(learner_setup(train_env, setup_key, seed_config, budget))
+            eval_keys.append(np.asarray(eval_key))
+    system = setups[0]
+    if members:
+        names = list(sweep.swept_values(config))
+        system = system._replace(learner_fn=hyperparams.per_member(
+            system.learner_fn, {name: [member.values[name] for member in members] for name in names}))
+    return Prepared(system, parallel.stack_seeds([each.learner_state for each in setups]), np.stack(eval_keys))
 
 
 def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: budget_lib.Budget, logger: Logger,
@@ -238,7 +257,8 @@ def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: b
 
 
 def compile_programs(system: SystemSetup, example_state: LearnerState, num_seeds: int, evaluator: Evaluator,
-                     example_eval_params: HostTree, seed_loop: str = "vmap") -> Tuple[Callable, float]:
+                     example_eval_params: HostTree, seed_loop: str = "vmap", members: Sequence[sweep.Member] = ()
+                     ) -> Tuple[Callable, float]:
     """(the distributed learner, its compile seconds), with the evaluator compiled beside it on a second thread.
     XLA compiles without holding the GIL and a compilation runs on one core, so on a machine with two or more
     the evaluator's compilation (2-3 s for PPO on CartPole) mostly hides behind the learner's."""
@@ -247,18 +267,19 @@ def compile_programs(system: SystemSetup, example_state: LearnerState, num_seeds
     evaluator_program = evaluator.lower(example_eval_params)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-evaluator") as pool:
         evaluator_compiled = pool.submit(evaluator.compile_lowered, evaluator_program) if evaluator_program else None
-        learner = compile_learner(system, example_state, num_seeds, seed_loop)
+        learner = compile_learner(system, example_state, num_seeds, seed_loop, member_indexed=bool(members))
         if evaluator_compiled is not None:
             evaluator_compiled.result()  # re-raises what the evaluator's compilation raised
     return learner
 
 
-def compile_learner(system: SystemSetup, example_state: LearnerState, num_seeds: int, seed_loop: str = "vmap"
-                    ) -> Tuple[Callable, float]:
+def compile_learner(system: SystemSetup, example_state: LearnerState, num_seeds: int, seed_loop: str = "vmap",
+                    member_indexed: bool = False) -> Tuple[Callable, float]:
     """(the distributed learner, compile seconds). Compiled for the fresh state's types, so that a resumed run
-    runs the very program an uninterrupted one does. `seed_loop`: arch.seed_loop (parallel.seeds_in_sequence)."""
+    runs the very program an uninterrupted one does. `seed_loop`: arch.seed_loop (parallel.seeds_in_sequence).
+    `member_indexed`: the learner is a sweep's (`learner_fn(state, member_index)`, set_up)."""
     start = time.perf_counter()
-    learn = parallel.compile_learner(system.learner_fn, example_state, num_seeds, seed_loop)
+    learn = parallel.compile_learner(system.learner_fn, example_state, num_seeds, seed_loop, member_indexed)
     return learn, time.perf_counter() - start
 
 
@@ -326,7 +347,7 @@ def log_training(loop: Loop, learned: Learned, progress: checkpointing.Progress,
         train_means = {name: float(np.mean(value)) for name, value in seed_outputs.train_metrics.items()}
         loop.logger.progress(seed, progress.steps_done, loop.budget.total_timesteps,
                              _mean_completed_episode_return(seed_outputs.episode_metrics), steps_per_second, eta,
-                             train_means)
+                             train_means, member=seed_index)
         all_means.append({"steps_per_second": steps_per_second, **train_means})
     return all_means
 
@@ -344,7 +365,7 @@ def evaluate_seeds(loop: Loop, learned: Learned, progress: checkpointing.Progres
         next_eval_key, this_eval_key = host_keys.split(eval_keys[seed_index])
         eval_keys[seed_index] = np.asarray(next_eval_key)
         stats = loop.logger.evaluation("eval", seed, progress.steps_done, loop.evaluate(eval_params, this_eval_key),
-                                       train_means[seed_index])
+                                       train_means[seed_index], member=seed_index)
         eval_return = stats["episode_return"]["mean"]
         if eval_return >= best_returns[seed_index]:
             best_returns[seed_index], best_params[seed_index] = eval_return, eval_params
@@ -363,7 +384,8 @@ def save_checkpoint(loop: Loop, checkpoints: checkpointing.Checkpoints, learner_
 
 
 def _report(loop: Loop, config: DictConfig, progress: checkpointing.Progress, absolute_returns: List[float],
-            final_returns: List[float], compile_seconds: float, learn_seconds: float, learned_here: int, resumed: bool) -> None:
+            final_returns: List[float], compile_seconds: float, learn_seconds: float, learned_here: int, resumed: bool,
+            members: Sequence[sweep.Member] = ()) -> None:
     num_seeds = len(loop.seeds)
     loop.logger.message(
         f"done: {progress.steps_done:,} steps{' per seed' if num_seeds > 1 else ''} | compile {compile_seconds:.1f}s"
@@ -374,10 +396,16 @@ def _report(loop: Loop, config: DictConfig, progress: checkpointing.Progress, ab
         + " | absolute return " + ", ".join(f"{r:.2f}" for r in absolute_returns)
         + " | final return " + ", ".join(f"{r:.2f}" for r in final_returns)
     )
-    if num_seeds > 1:
+    # a plain run's seeds are one population; a sweep's are one per grid point
+    populations = [list(range(num_seeds))] if not members else [
+        [member.index for member in members if member.point == point] for point in sorted({m.point for m in members})]
+    for indices in populations if num_seeds > 1 else []:
+        point = f" {members[indices[0]].label()}" if members else ""
         for name, returns in (("absolute", absolute_returns), ("final", final_returns)):
-            summary = population.summarize(returns, loop.seeds, config.env.solved_return)
-            loop.logger.message(f"population: {name} return {summary.describe()}")
+            if len(indices) > 1:
+                summary = population.summarize([returns[i] for i in indices], [loop.seeds[i] for i in indices],
+                                               config.env.solved_return)
+                loop.logger.message(f"population{point}: {name} return {summary.describe()}")
     loop.logger.message(f"logs: {loop.logger.run_dir}")
 
 

@@ -353,7 +353,8 @@ class Logger:
         self._call(self.console, "message", line)
 
     def progress(self, seed: int, step: int, total: int, train_return: float, steps_per_second: float,
-                 eta_seconds: float, train_means: Mapping[str, float]) -> None:
+                 eta_seconds: float, train_means: Mapping[str, float], member: int = 0) -> None:
+        """`member`: the seed's place in the run's list (a sweep's members repeat seeds: member_logs.py)."""
         self._call(self.console, "progress", step, total, train_return, steps_per_second, eta_seconds, train_means,
                    self._shown_seed(seed))
         scalars = {"episode_return": train_return, "steps_per_second": steps_per_second, **train_means}
@@ -361,9 +362,9 @@ class Logger:
             self._call(sink, "scalars", self._prefix("train", seed), step, scalars)
 
     def evaluation(self, label: str, seed: int, step: int, per_episode: Mapping[str, np.ndarray],
-                   extra: Mapping[str, float]) -> Dict[str, Dict[str, float]]:
+                   extra: Mapping[str, float], member: int = 0) -> Dict[str, Dict[str, float]]:
         """Log one evaluation ("eval" during training; "absolute", the best params, and "final", the final params,
-        at the end); returns its statistics."""
+        at the end); returns its statistics. `member`: as in `progress`."""
         stats = {name: summarize(values) for name, values in per_episode.items()}
         self._call(self.console, "evaluation", label, step, stats, self._shown_seed(seed))
         if label in END_OF_RUN_PREFIX:

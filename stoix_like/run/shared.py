@@ -73,7 +73,7 @@ def end_of_run_returns(evaluate: Evaluate, logger: Logger, seeds: Sequence[int],
         final_episodes = best_episodes if _same_params(best, final) else _episodes(evaluate, final, keys)
         for label, per_episode, returns in (("absolute", best_episodes, absolute_returns),
                                             ("final", final_episodes, final_returns)):
-            stats = logger.evaluation(label, seed, progress.steps_done, per_episode, {})
+            stats = logger.evaluation(label, seed, progress.steps_done, per_episode, {}, member=seed_index)
             returns.append(stats["episode_return"]["mean"])
     return absolute_returns, final_returns
 

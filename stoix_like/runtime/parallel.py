@@ -47,6 +47,7 @@ from stoix_like.types import EnvState, HostTree, LearnerState, PyTree, TimeStep
 
 DEVICE_AXIS = "device"
 BATCH_AXIS = "batch"
+MEMBER_AXIS = "member"  # a sweep's members (grid points × seeds), batched: read by axis_index only
 
 # a pytree handed back with its structure and the kind of its leaves unchanged
 T = TypeVar("T")
@@ -328,21 +329,36 @@ def seeds_in_sequence(seed_loop: str) -> bool:
     return seed_loop == "map" or (seed_loop == "map_on_cpu" and jax.default_backend() == "cpu")
 
 
-def distribute(learner_fn: Callable, num_seeds: int = 1, seed_loop: str = "vmap") -> jax.stages.Wrapped:
+def distribute(learner_fn: Callable, num_seeds: int = 1, seed_loop: str = "vmap", member_indexed: bool = False
+               ) -> jax.stages.Wrapped:
     """Run one copy of the learner per local device; collectives over "device" span all processes.
 
     With several seeds every device runs all of them, batched by one more vmap or one after another
     (`seeds_in_sequence`). Neither has an axis name, so the "batch" and "device" collectives of a seed never mix
-    it with another seed.
+    it with another seed. `member_indexed`: the seeds are a sweep's members, and `learner_fn(state, member_index)`
+    is told which one it runs (each reads its own hyperparameters by it: stoix_like/learner/hyperparams.py).
     """
-    if num_seeds > 1:
+    if member_indexed:
+        learner_fn = _told_its_member(learner_fn, num_seeds, seeds_in_sequence(seed_loop))
+    elif num_seeds > 1:
         learner_fn = functools.partial(jax.lax.map, learner_fn) if seeds_in_sequence(seed_loop) \
             else jax.vmap(learner_fn)
     return jax.pmap(learner_fn, axis_name=DEVICE_AXIS)
 
 
-def compile_learner(learner_fn: Callable, example_state: LearnerState, num_seeds: int = 1, seed_loop: str = "vmap"
-                    ) -> Callable:
+def _told_its_member(learner_fn: Callable, num_members: int, in_sequence: bool) -> Callable:
+    """`learner_fn(state, member_index)` over the members' axis, batched or in sequence as seeds are. The batched
+    axis is named only so that `axis_index` can read a member's place on it; no collective names it."""
+    if num_members == 1:  # one member: its state has no members' axis (stack_seeds)
+        return lambda state: learner_fn(state, jnp.zeros((), jnp.int32))
+    if in_sequence:
+        return lambda states: jax.lax.map(lambda pair: learner_fn(*pair),
+                                          (states, jnp.arange(num_members, dtype=jnp.int32)))
+    return jax.vmap(lambda state: learner_fn(state, jax.lax.axis_index(MEMBER_AXIS)), axis_name=MEMBER_AXIS)
+
+
+def compile_learner(learner_fn: Callable, example_state: LearnerState, num_seeds: int = 1, seed_loop: str = "vmap",
+                    member_indexed: bool = False) -> Callable:
     """The distributed learner, compiled now so that compilation is timed apart from learning.
 
     On several processes each call turns this process's local arrays into global ones and back (the AOT
@@ -350,7 +366,7 @@ def compile_learner(learner_fn: Callable, example_state: LearnerState, num_seeds
     returns only once the step is done (its pmeans wait for every process), and is allowed twice its longest earlier
     call (the compile time, for the first) on top of `arch.collective_timeout_seconds`.
     """
-    learn = distribute(learner_fn, num_seeds, seed_loop)
+    learn = distribute(learner_fn, num_seeds, seed_loop, member_indexed)
     compile_start = time.monotonic()
     with unrolled_threefry():  # the same random bits in fewer ops on CPU (threefry_lowering.py says why)
         lowered = learn.lower(example_state)

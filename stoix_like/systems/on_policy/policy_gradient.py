@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from omegaconf import DictConfig
 
 from stoix_like.runtime import host_keys, parallel
-from stoix_like.learner import normalization
+from stoix_like.learner import hyperparams, normalization
 from stoix_like.learner.budget import Budget
 from stoix_like.runtime.compilation_cache import jitted_inits
 from stoix_like.envs.cpu_vector_env import CpuVectorEnv
@@ -89,9 +89,14 @@ class ActorObjective(NamedTuple):
 CriticLoss = Callable[[Array, Array, Array], Array]
 
 
-def clipped_critic(clip_eps: float) -> CriticLoss:
-    """PPO's critic: the value may not gain by moving more than `clip_eps` from its prediction before the update."""
-    return functools.partial(clipped_value_loss, clip_eps=clip_eps)
+def clipped_critic(system: DictConfig) -> CriticLoss:
+    """PPO's critic: the value may not gain by moving more than `system.clip_eps` from its prediction before the
+    update (read when the loss is traced, so that a sweep's members each read their own)."""
+
+    def critic_loss(values: Array, values_before: Array, targets: Array) -> Array:
+        return clipped_value_loss(values, values_before, targets, clip_eps=hyperparams.value(system, "clip_eps"))
+
+    return critic_loss
 
 
 def regression_critic(values: Array, values_before: Array, targets: Array) -> Array:
@@ -104,7 +109,7 @@ def ppo_critic(system: DictConfig) -> CriticLoss:
     """PPO's critic as `system.clip_value_loss` says: clipped at `clip_eps` per update, or plain regression. The
     clip is absolute, so when returns run into the hundreds (brax locomotion) it holds the value back for hundreds
     of updates; brax's own PPO does not clip."""
-    return clipped_critic(system.clip_eps) if system.clip_value_loss else regression_critic
+    return clipped_critic(system) if system.clip_value_loss else regression_critic
 
 
 class ActionDistribution(Protocol):
@@ -156,14 +161,14 @@ def make_update_minibatch(apply: MinibatchApply, update_fns: ActorCriticUpdateFn
         policy_loss = objective.policy_loss(PolicyLossInputs(log_prob, traj.log_prob, advantages, kl), objective_state)
         entropy = dist.entropy(seed=key).mean()
         approx_kl = jnp.mean(traj.log_prob - log_prob)
-        total = policy_loss - system.ent_coef * entropy
+        total = policy_loss - hyperparams.value(system, "ent_coef") * entropy
         return total, {"actor_loss": policy_loss, "entropy": entropy, "approx_kl": approx_kl, "kl": jnp.mean(kl)}
 
     def critic_loss_and_metrics(params, minibatch, obs_norm):
         values = apply.critic(params, obs_norm, minibatch)
         traj, _, targets = apply.steps(minibatch)
         value_loss = critic_loss(values, traj.value, targets)
-        return system.vf_coef * value_loss, {"value_loss": value_loss}
+        return hyperparams.value(system, "vf_coef") * value_loss, {"value_loss": value_loss}
 
     def total_loss(params, minibatch, obs_norm, key: jax.Array, objective_state: PyTree):
         actor_total, actor_metrics = actor_loss(params, minibatch, obs_norm, key, objective_state)
@@ -220,8 +225,8 @@ def gae_targets(system: DictConfig) -> RolloutTargets:
     def targets(networks: PolicyAndValue, params: ActorCriticParams, obs_norm: PyTree, traj: ActorCriticTransition
                 ) -> Tuple[Array, Array]:
         del networks, params, obs_norm
-        return truncated_gae(traj.reward, traj.value, traj.next_value, traj.done, traj.truncated, system.gamma,
-                             system.gae_lambda)
+        return truncated_gae(traj.reward, traj.value, traj.next_value, traj.done, traj.truncated,
+                             hyperparams.value(system, "gamma"), hyperparams.value(system, "gae_lambda"))
 
     return targets
 
@@ -246,7 +251,7 @@ def make_learn_from_steps(networks: PolicyAndValue, update_fns: ActorCriticUpdat
     def learn_from_steps(state, steps: RolloutStep) -> Tuple[LearnerState, ActorCriticTransition, Metrics]:
         values, next_values = rollout.step_and_successor_values(
             lambda observation: networks.value(state.params, observation), state.obs_norm, steps)
-        traj = transitions(steps, values, next_values, system.reward_scale)
+        traj = transitions(steps, values, next_values, hyperparams.value(system, "reward_scale"))
         advantages, targets = rollout_targets(networks, state.params, state.obs_norm, traj)
         acting_obs_norm = state.obs_norm  # learn_from_rollout moves the statistics only after learning
 
@@ -284,7 +289,8 @@ def get_learner_fn(env: VmapWrapper, networks: PolicyAndValue, update_fns: Actor
     return parallel.scan_updates(update_step, budget.updates_per_evaluation)
 
 
-def transitions(steps: RolloutStep, values: Array, next_values: Array, reward_scale: float) -> ActorCriticTransition:
+def transitions(steps: RolloutStep, values: Array, next_values: Array, reward_scale: hyperparams.Number
+                ) -> ActorCriticTransition:
     """A rollout's steps as the transitions GAE and the losses read, rewards × `reward_scale` (the episode metrics
     keep the env's own returns); `steps.policy_extras` holds what `act` recorded (log-prob, the acting
     distribution's parameters)."""
@@ -307,8 +313,10 @@ def actor_critic_optimizers(system: DictConfig, budget: Budget, params: ActorCri
     """The actor's and the critic's optimisers (`actor_lr`, `critic_lr`, decayed over the run's optimiser
     steps): their initial states and update functions."""
     optimizer_steps = rollout.optimizer_steps(system, budget)
-    actor_optimizer = make_optimizer(system.actor_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
-    critic_optimizer = make_optimizer(system.critic_lr, system.max_grad_norm, optimizer_steps, system.decay_learning_rates)
+    actor_optimizer = make_optimizer(hyperparams.learning_rate(system, "actor_lr"), system.max_grad_norm, optimizer_steps,
+                                     system.decay_learning_rates)
+    critic_optimizer = make_optimizer(hyperparams.learning_rate(system, "critic_lr"), system.max_grad_norm,
+                                      optimizer_steps, system.decay_learning_rates)
     return (ActorCriticOptStates(actor_optimizer.init(params.actor), critic_optimizer.init(params.critic)),
             ActorCriticUpdateFns(actor_optimizer.update, critic_optimizer.update))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 from omegaconf import DictConfig
 
+from stoix_like.learner import hyperparams
 from stoix_like.run import experiment
 from stoix_like.learner.budget import Budget
 from stoix_like.envs.cpu_vector_env import CpuVectorEnv
@@ -24,7 +25,8 @@ def clipped_objective(system: DictConfig) -> ActorObjective:
 
     def policy_loss(inputs: PolicyLossInputs, objective_state: tuple) -> jax.Array:
         del objective_state
-        return ppo_clip_loss(inputs.log_prob, inputs.behaviour_log_prob, inputs.advantages, system.clip_eps)
+        return ppo_clip_loss(inputs.log_prob, inputs.behaviour_log_prob, inputs.advantages,
+                             hyperparams.value(system, "clip_eps"))
 
     return ActorObjective(policy_loss)
 
