@@ -21,7 +21,7 @@ from omegaconf import DictConfig, open_dict
 class Member(NamedTuple):
     """One grid point × one seed of a sweep."""
 
-    index: int  # its place in the program's member axis: grid-point-major, seeds inner
+    number: int  # its place on the program's members' axis, grid-point-major (seeds inner), as a multirun numbers jobs
     point: int  # its grid point's index
     seed: int
     values: Dict[str, float]  # {system key: this point's value}
@@ -58,7 +58,7 @@ def members(config: DictConfig) -> List[Member]:
     if not swept_values(config):
         return []
     seeds = [int(config.arch.seed) + k for k in range(int(config.arch.num_seeds))]
-    found = []
+    found: List[Member] = []
     for point, values in enumerate(grid_points(config)):
         for seed in seeds:
             found.append(Member(len(found), point, seed, values, single_run_config(config, values, seed)))

@@ -30,7 +30,7 @@ Outputs = TypeVar("Outputs")
 # A number from the config, or (inside a member's trace) that member's value as a traced scalar
 Number = Union[float, jax.Array]
 # A learning rate an optimiser reads at each update: a number, or a function returning this member's rate
-LearningRate = Union[float, Callable[[], jax.Array]]
+LearningRate = Union[float, Callable[[], Number]]
 
 
 class _Binding(threading.local):

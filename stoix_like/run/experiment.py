@@ -37,6 +37,9 @@ from stoix_like.learner.system_contract import (LearnerOutput, LearnerSetup, Seb
                                         SystemSetup)
 from stoix_like.types import HostTree, LearnerState
 
+# a sweep's learner: (one member's state, its index on the members' axis) -> the learner's (state, outputs)
+MemberLearner = Callable[[LearnerState, jax.Array], Tuple[LearnerState, LearnerOutput]]
+
 def seeds_of(config: DictConfig) -> List[int]:
     """Seed k of an N-seed run is `arch.seed + k`: the same keys and initial state as the run `arch.seed=<that>`."""
     num_seeds = int(config.arch.num_seeds)
@@ -151,7 +154,7 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     learner_state, progress = resume(checkpoints, prepared, budget, logger, fresh_eval_params)
     evaluator = make_evaluator(eval_env, prepared.system.eval_policy, int(config.arch.num_eval_episodes))
     learn, compile_seconds = compile_programs(prepared.system, prepared.fresh_state, len(seeds), evaluator,
-                                              fresh_eval_params, parallel.seed_loop_of(config), members)
+                                              fresh_eval_params, parallel.seed_loop_of(config), prepared.member_learner)
     loop = Loop(call_budget, seeds, prepared.system, logger, as_stage(evaluator))
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
     del prepared  # a resumed run need not keep the fresh state
@@ -175,9 +178,13 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
         progress = dataclasses.replace(progress, evaluations_done=evaluation + 1, log_history=logger.json_state())
         save_checkpoint(loop, checkpoints, learner_state, progress, evaluated)
         if evaluation == first_evaluation:
-            logger.message(expected_wall_time(time.perf_counter() - run_start, learned_steps_per_second(
-                call_budget, learn_seconds, calls_per_evaluation), evaluation + 1, budget.num_evaluation,
-                time.perf_counter() - wall_start))
+            steps_per_second = learned_steps_per_second(call_budget, learn_seconds, calls_per_evaluation)
+            logger.message(expected_wall_time(time.perf_counter() - run_start, steps_per_second, evaluation + 1,
+                                              budget.num_evaluation, time.perf_counter() - wall_start))
+            if jax.default_backend() == "cpu" and config.arch.get("reference_timesteps") is not None:
+                logger.message(reference_budget_cost(int(config.arch.total_timesteps),
+                                                     int(config.arch.reference_timesteps),
+                                                     config.arch.get("reference_source"), steps_per_second))
 
     if progress.steps_done != budget.total_timesteps:  # the budget arithmetic is the contract; never drift from it
         raise AssertionError(f"ran {progress.steps_done} steps, budget was {budget.total_timesteps}")
@@ -209,6 +216,17 @@ def expected_wall_time(interval_seconds: float, steps_per_second: float, interva
             f"evaluation took {interval_seconds:.1f}s")
 
 
+def reference_budget_cost(total_timesteps: int, reference_timesteps: int, source: Optional[str],
+                          steps_per_second: float) -> str:
+    """On a CPU, what the published recipe's budget (a tuned file's `arch.reference_timesteps`) would cost at the
+    speed this run measured: a CPU budget is a fraction of what a GPU affords, and a user should see how far the
+    published level is before reading this run's return against it."""
+    where = f" ({source})" if source else ""
+    return (f"on this CPU the budget is {total_timesteps / reference_timesteps:.0%} of the published recipe's "
+            f"{reference_timesteps:,} steps per seed{where}: that budget would take about "
+            f"{format_duration(reference_timesteps / max(steps_per_second, 1e-9))} at the speed measured here")
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # The loop's steps, each with its inputs and outputs explicit. The benchmarks time the same steps.
 
@@ -219,6 +237,8 @@ class Prepared(NamedTuple):
     system: SystemSetup  # the first seed's: its learner, eval policy and eval params reader serve every seed
     fresh_state: LearnerState  # every seed's fresh learner state, side by side (`parallel.stack_seeds`)
     eval_keys: np.ndarray  # (num_seeds, 2): each seed's first eval key
+    # a sweep's: the system's learner as `(state, member index) -> ...`, each member reading its own swept values
+    member_learner: Optional[MemberLearner] = None
 
 
 def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config: DictConfig, budget: budget_lib.Budget,
@@ -233,12 +253,10 @@ def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config:
             setup_key, eval_key = host_keys.split(host_keys.seed_key(seed))
             setups.append(learner_setup(train_env, setup_key, seed_config, budget))
             eval_keys.append(np.asarray(eval_key))
-    system = setups[0]
-    if members:
-        names = list(sweep.swept_values(config))
-        system = system._replace(learner_fn=hyperparams.per_member(
-            system.learner_fn, {name: [member.values[name] for member in members] for name in names}))
-    return Prepared(system, parallel.stack_seeds([each.learner_state for each in setups]), np.stack(eval_keys))
+    member_learner = hyperparams.per_member(setups[0].learner_fn, {
+        name: [member.values[name] for member in members] for name in sweep.swept_values(config)}) if members else None
+    return Prepared(setups[0], parallel.stack_seeds([each.learner_state for each in setups]), np.stack(eval_keys),
+                    member_learner)
 
 
 def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: budget_lib.Budget, logger: Logger,
@@ -257,8 +275,8 @@ def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: b
 
 
 def compile_programs(system: SystemSetup, example_state: LearnerState, num_seeds: int, evaluator: Evaluator,
-                     example_eval_params: HostTree, seed_loop: str = "vmap", members: Sequence[sweep.Member] = ()
-                     ) -> Tuple[Callable, float]:
+                     example_eval_params: HostTree, seed_loop: str = "vmap",
+                     member_learner: Optional[MemberLearner] = None) -> Tuple[Callable, float]:
     """(the distributed learner, its compile seconds), with the evaluator compiled beside it on a second thread.
     XLA compiles without holding the GIL and a compilation runs on one core, so on a machine with two or more
     the evaluator's compilation (2-3 s for PPO on CartPole) mostly hides behind the learner's."""
@@ -267,19 +285,22 @@ def compile_programs(system: SystemSetup, example_state: LearnerState, num_seeds
     evaluator_program = evaluator.lower(example_eval_params)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-evaluator") as pool:
         evaluator_compiled = pool.submit(evaluator.compile_lowered, evaluator_program) if evaluator_program else None
-        learner = compile_learner(system, example_state, num_seeds, seed_loop, member_indexed=bool(members))
+        learner = compile_learner(system, example_state, num_seeds, seed_loop, member_learner)
         if evaluator_compiled is not None:
             evaluator_compiled.result()  # re-raises what the evaluator's compilation raised
     return learner
 
 
 def compile_learner(system: SystemSetup, example_state: LearnerState, num_seeds: int, seed_loop: str = "vmap",
-                    member_indexed: bool = False) -> Tuple[Callable, float]:
+                    member_learner: Optional[MemberLearner] = None) -> Tuple[Callable, float]:
     """(the distributed learner, compile seconds). Compiled for the fresh state's types, so that a resumed run
     runs the very program an uninterrupted one does. `seed_loop`: arch.seed_loop (parallel.seeds_in_sequence).
-    `member_indexed`: the learner is a sweep's (`learner_fn(state, member_index)`, set_up)."""
+    `member_learner`: a sweep's (`Prepared.member_learner`), compiled in place of the system's learner."""
     start = time.perf_counter()
-    learn = parallel.compile_learner(system.learner_fn, example_state, num_seeds, seed_loop, member_indexed)
+    if member_learner is not None:
+        learn = parallel.compile_learner(member_learner, example_state, num_seeds, seed_loop, member_indexed=True)
+    else:
+        learn = parallel.compile_learner(system.learner_fn, example_state, num_seeds, seed_loop)
     return learn, time.perf_counter() - start
 
 
@@ -398,7 +419,7 @@ def _report(loop: Loop, config: DictConfig, progress: checkpointing.Progress, ab
     )
     # a plain run's seeds are one population; a sweep's are one per grid point
     populations = [list(range(num_seeds))] if not members else [
-        [member.index for member in members if member.point == point] for point in sorted({m.point for m in members})]
+        [member.number for member in members if member.point == point] for point in sorted({m.point for m in members})]
     for indices in populations if num_seeds > 1 else []:
         point = f" {members[indices[0]].label()}" if members else ""
         for name, returns in (("absolute", absolute_returns), ("final", final_returns)):

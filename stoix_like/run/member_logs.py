@@ -26,8 +26,8 @@ from stoix_like.types import JSONValue
 
 
 def member_dir(run_dir: str, member: Member) -> str:
-    """Where a Hydra multirun puts job `member.index` (config/hydra_settings.yaml's `hydra.sweep.subdir`)."""
-    return os.path.join(run_dir, f"{member.index}_seed{member.seed}")
+    """Where a Hydra multirun puts job `member.number` (config/hydra_settings.yaml's `hydra.sweep.subdir`)."""
+    return os.path.join(run_dir, f"{member.number}_seed{member.seed}")
 
 
 class MemberLogs(Logger):
