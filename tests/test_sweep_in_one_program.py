@@ -18,7 +18,7 @@ from conftest import compose_config, run_python
 from stoix_like.config import validation
 from stoix_like.report import runs as report_runs
 from stoix_like.run import experiment
-from stoix_like.systems.on_policy import ppo
+from stoix_like.systems.on_policy import ppo, pqn
 
 SMALL_NETWORK = ["network.actor_network.pre_torso.layer_sizes=[16]",
                  "network.critic_network.pre_torso.layer_sizes=[16]"]
@@ -64,6 +64,25 @@ def test_a_member_is_the_single_run_with_its_grid_points_values_and_its_seed(swe
     assert not all(np.allclose(np.asarray(leaf)[:, 1], np.asarray(leaf)[:, 3]) for leaf in actor_params)
 
 
+def test_a_pqn_member_is_the_single_run_with_its_grid_points_values(tmp_path):
+    """PQN reads its learning rate, γ, λ, reward scale and ε's ends per member: 2 grid points × 1 seed."""
+    pqn_run = ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatches=2",
+               "arch.num_evaluation=2", "arch.num_eval_episodes=2", "arch.total_timesteps=64",
+               "network.q_network.pre_torso.layer_sizes=[16]"]
+    values = {"gamma": 0.9, "q_lambda": 0.5, "reward_scale": 0.5, "epsilon_start": 0.8, "epsilon_end": 0.2}
+    assert validation.SWEEPABLE["pqn"] == ("q_lr", *values)
+    swept = experiment.train(compose_config("pqn", [
+        *pqn_run, "sweep.system.q_lr=[1e-4,1e-2]", *(f"sweep.system.{name}=[{value}]" for name, value in values.items())
+    ], base_exp_path=tmp_path / "sweep"), pqn.learner_setup, "pqn")
+    single = experiment.train(compose_config("pqn", [
+        *pqn_run, "system.q_lr=1e-2", *(f"system.{name}={value}" for name, value in values.items())
+    ], base_exp_path=tmp_path / "single"), pqn.learner_setup, "pqn")
+    for leaf, single_leaf in zip(jax.tree_util.tree_leaves(swept.learner_state.params),
+                                 jax.tree_util.tree_leaves(single.learner_state.params), strict=True):
+        np.testing.assert_allclose(np.asarray(leaf)[:, 1], np.asarray(single_leaf), rtol=1e-5, atol=1e-6)
+    assert swept.absolute_returns[1] == single.absolute_returns[0]
+
+
 def test_each_member_is_logged_as_its_own_run_and_the_report_groups_them_by_grid_point(sweep_run):
     run_dir, _ = sweep_run
     assert sorted(path.name for path in run_dir.iterdir() if path.is_dir()) == [
@@ -91,7 +110,9 @@ def test_a_key_that_changes_shapes_is_refused_in_one_line_before_any_work(tmp_pa
     ("ppo", ["sweep.system.actor_lr=[3e-4,-1.0]"], "sweep.system.actor_lr[1]=-1.0 is out of range"),
     ("ppo", ["sweep.system.actor_lr=3e-4"], "must be a non-empty list"),
     ("ppo", ["sweep.system.actor_lr=[3e-4]", "logger.checkpointing.save_model=True"], "does not save or load"),
-    ("sac", ["sweep.system.q_lr=[1e-3,3e-4]"], "systems that can: ppo, ppo_penalty, dpo, reinforce"),
+    ("sac", ["sweep.system.q_lr=[1e-3,3e-4]"], "systems that can: ppo, ppo_penalty, dpo, reinforce, pqn"),
+    ("pqn", ["sweep.system.epsilon_end=[0.05,0.5]", "sweep.system.epsilon_start=[0.2]"],
+     "sweep grid point epsilon_end=0.5 epsilon_start=0.2: system.epsilon_end=0.5 is above"),
 ])
 def test_what_cannot_be_swept_in_one_program_is_refused_in_one_line(config_name, overrides, expected):
     found = validation.problems(compose_config(config_name, overrides))

@@ -23,6 +23,7 @@ entry. This module imports no jax, so it checks a config in milliseconds.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from dataclasses import dataclass
@@ -492,6 +493,7 @@ SWEEPABLE = {
     "ppo_penalty": POLICY_GRADIENT_SWEEPABLE + ("clip_eps",),
     "dpo": POLICY_GRADIENT_SWEEPABLE + ("clip_eps",),
     "reinforce": POLICY_GRADIENT_SWEEPABLE,
+    "pqn": ("q_lr", "gamma", "q_lambda", "reward_scale", "epsilon_start", "epsilon_end"),
 }
 SWEEP_PREFIX = "sweep.system."
 
@@ -542,6 +544,13 @@ def _sweep_problems(values: Mapping[str, ConfigValue], system_name: Optional[str
                   if (line := check_key(target, item))][:1]
     if found:
         return found
+    grid = swept_keys(values)
+    for point in itertools.product(*grid.values()):  # each grid point is a run whose keys must agree
+        point_values = {**values, **{f"system.{name}": value for name, value in zip(grid, point)}}
+        disagreement = next((line for check in CROSS_KEY_CHECKS if (line := check(point_values))), None)
+        if disagreement:
+            shown = " ".join(f"{name}={show(value)}" for name, value in zip(grid, point))
+            return [f"sweep grid point {shown}: {disagreement}"]
     if "arch.actor_device_ids" in values:
         return [f"{keys[0]}: arch=sebulba trains one seed per run; a sweep in one program needs arch=anakin."]
     checkpointing = [key for key in ("logger.checkpointing.save_model", "logger.checkpointing.resume")

@@ -8,16 +8,17 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from stoix_like.learner.hyperparams import Number
 from stoix_like.ops.masking import masked_argmax
 
 
-def linear_epsilon(step: jax.Array, start: float, end: float, decay_steps: int) -> jax.Array:
+def linear_epsilon(step: jax.Array, start: Number, end: Number, decay_steps: int) -> jax.Array:
     """Epsilon after `step` acting steps, decayed linearly from `start` to `end` over `decay_steps`."""
     fraction = jnp.clip(step / max(decay_steps, 1), 0.0, 1.0)
     return start + fraction * (end - start)
 
 
-def epsilon_schedule(start: float, end: float, decay_fraction: float, duration: int
+def epsilon_schedule(start: Number, end: Number, decay_fraction: float, duration: int
                      ) -> Callable[[jax.Array], jax.Array]:
     """The ε-greedy block's schedule (`epsilon_start`, `epsilon_end`, `epsilon_decay_fraction`) as a function of
     progress: ε decays linearly from `start` to `end` over the first `decay_fraction` of `duration`, then stays.
@@ -27,7 +28,13 @@ def epsilon_schedule(start: float, end: float, decay_fraction: float, duration: 
     same fraction of the env-step budget.
     """
     decay_steps = int(float(decay_fraction) * duration)
-    return lambda progress: linear_epsilon(progress, float(start), float(end), decay_steps)
+    start, end = _as_number(start), _as_number(end)
+    return lambda progress: linear_epsilon(progress, start, end, decay_steps)
+
+
+def _as_number(value: Number) -> Number:
+    """A config's number as a float; a swept member's (a traced scalar, learner/hyperparams.py) as it is."""
+    return value if isinstance(value, jax.Array) else float(value)
 
 
 def per_actor_epsilons(epsilon: jax.Array, num_actors: int, exponent: float) -> jax.Array:

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from stoix_like.run import experiment
 from stoix_like.runtime import host_keys, parallel
-from stoix_like.learner import normalization
+from stoix_like.learner import hyperparams, normalization
 from stoix_like.runtime.compilation_cache import jitted_init
 from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import Environment, example_observation
@@ -49,9 +49,12 @@ class PQNLearnerState(NamedTuple):
 
 def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, config: DictConfig, budget: Budget) -> Learner:
     system = config.system
-    # measured in updates: with no warm-up, a fraction of the updates is the same fraction of the env-step budget
-    epsilon_at = epsilon_schedule(system.epsilon_start, system.epsilon_end, system.epsilon_decay_fraction,
-                                  budget.num_updates)
+
+    def epsilon_at(update_count: jax.Array) -> jax.Array:
+        # measured in updates: with no warm-up, a fraction of the updates is the same fraction of the env-step
+        # budget. Built while the learner is traced, so that a sweep's members each decay their own ε.
+        return epsilon_schedule(hyperparams.value(system, "epsilon_start"), hyperparams.value(system, "epsilon_end"),
+                                system.epsilon_decay_fraction, budget.num_updates)(update_count)
 
     def collect_trajectory(state: PQNLearnerState) -> Tuple[PQNLearnerState, RolloutStep, jax.Array]:
         epsilon = epsilon_at(state.update_count)  # one ε per rollout
@@ -68,11 +71,12 @@ def get_learner_fn(env: VmapWrapper, q_apply: Callable, q_update: Callable, conf
         next_q_values = q_apply(q_params, normalization.normalize(obs_norm, traj.next_observation))
         bootstrap_values = masked_max(next_q_values, traj.next_observation.action_mask)
         return lambda_returns(
-            rewards=system.reward_scale * traj.reward,
-            discounts=system.gamma * traj.discount,  # 0 only on termination: truncations still bootstrap
+            rewards=hyperparams.value(system, "reward_scale") * traj.reward,
+            # 0 only on termination: truncations still bootstrap
+            discounts=hyperparams.value(system, "gamma") * traj.discount,
             next_values=bootstrap_values,
             continuations=1.0 - traj.done.astype(traj.reward.dtype),  # the λ-recursion stops at any episode end
-            lam=system.q_lambda,
+            lam=hyperparams.value(system, "q_lambda"),
         )
 
     def q_loss(q_params, obs_norm, observation: Observation, action: jax.Array, target: jax.Array):
@@ -109,8 +113,8 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     key, q_key, env_key, step_key = host_keys.split(key, 4)
     q_params = jitted_init(q_network)(q_key, example_observation(env))
 
-    optimizer = make_optimizer(system.q_lr, system.max_grad_norm, rollout.optimizer_steps(system, budget),
-                               system.decay_learning_rates)
+    optimizer = make_optimizer(hyperparams.learning_rate(system, "q_lr"), system.max_grad_norm,
+                               rollout.optimizer_steps(system, budget), system.decay_learning_rates)
     # the counter in numpy: an eager jnp op would compile a program of its own
     learner_state = rollout.initial_learner_state(
         PQNLearnerState, env, env_key, step_key, system, budget,
