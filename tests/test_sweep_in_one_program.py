@@ -13,11 +13,14 @@ import json
 import jax
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 from conftest import compose_config, run_python
 
 from stoix_like.config import validation
+from stoix_like.learner import hyperparams
 from stoix_like.report import runs as report_runs
 from stoix_like.run import experiment
+from stoix_like.runtime import parallel
 from stoix_like.systems.on_policy import ppo, pqn
 
 SMALL_NETWORK = ["network.actor_network.pre_torso.layer_sizes=[16]",
@@ -81,6 +84,35 @@ def test_a_pqn_member_is_the_single_run_with_its_grid_points_values(tmp_path):
                                  jax.tree_util.tree_leaves(single.learner_state.params), strict=True):
         np.testing.assert_allclose(np.asarray(leaf)[:, 1], np.asarray(single_leaf), rtol=1e-5, atol=1e-6)
     assert swept.absolute_returns[1] == single.absolute_returns[0]
+
+
+@pytest.mark.parametrize("seed_loop", ["vmap", "map"])
+@pytest.mark.parametrize("values", [(0.5,), (0.5, 2.0, 3.0)])
+def test_each_member_reads_its_own_values_batched_in_sequence_or_alone(seed_loop, values):
+    """The members' axis as `arch.seed_loop` runs it (vmap: by axis_index; map: by the mapped index), and a sweep of
+    one member, whose state has no members' axis."""
+    system = OmegaConf.create({"actor_lr": 1.0, "gamma": 0.9})
+
+    def learner(state):
+        return state * hyperparams.value(system, "actor_lr") + hyperparams.value(system, "gamma"), {}
+
+    learn = parallel.distribute(hyperparams.per_member(learner, {"actor_lr": list(values)}), len(values), seed_loop,
+                                member_indexed=True)
+    members_axis = (len(values),) if len(values) > 1 else ()
+    state = np.ones((1, *members_axis, 1, 3), np.float32)
+    learnt, _ = learn(state)
+    expected = np.asarray(values, np.float32).reshape((1, *members_axis, 1, 1)) + np.float32(0.9)
+    np.testing.assert_array_equal(np.asarray(learnt), np.broadcast_to(expected, state.shape))
+
+
+def test_a_swept_key_read_while_the_learner_is_set_up_is_refused():
+    """A value captured at setup would be the first member's for every member: reading it there raises."""
+    system = OmegaConf.create({"clip_eps": 0.2})
+    with hyperparams.sweeping(frozenset({"clip_eps"})):
+        with pytest.raises(RuntimeError, match="system.clip_eps is swept, but was read while the learner was set up"):
+            hyperparams.value(system, "clip_eps")
+        assert callable(hyperparams.learning_rate(OmegaConf.create({"actor_lr": 1e-3, "clip_eps": 0.2}), "clip_eps"))
+    assert hyperparams.value(system, "clip_eps") == 0.2  # no sweep: the config's number, as a constant
 
 
 def test_each_member_is_logged_as_its_own_run_and_the_report_groups_them_by_grid_point(sweep_run):
