@@ -22,6 +22,7 @@ from stoix_like.report import runs as report_runs
 from stoix_like.run import experiment
 from stoix_like.runtime import parallel
 from stoix_like.systems.on_policy import ppo, pqn
+from stoix_like.systems.q_learning import dqn
 
 SMALL_NETWORK = ["network.actor_network.pre_torso.layer_sizes=[16]",
                  "network.critic_network.pre_torso.layer_sizes=[16]"]
@@ -86,6 +87,25 @@ def test_a_pqn_member_is_the_single_run_with_its_grid_points_values(tmp_path):
     assert swept.absolute_returns[1] == single.absolute_returns[0]
 
 
+def test_a_dqn_member_is_the_single_run_with_its_grid_points_values(tmp_path):
+    """DQN reads its learning rate, γ (in its n-step targets), τ and ε's ends per member: 2 grid points × 1 seed."""
+    dqn_run = ["arch.total_num_envs=4", "system.rollout_length=4", "system.warmup_rollout_length=8",
+               "system.total_buffer_size=256", "system.total_batch_size=16", "arch.num_evaluation=2",
+               "arch.num_eval_episodes=2", "arch.total_timesteps=96", "network.q_network.pre_torso.layer_sizes=[16]"]
+    values = {"gamma": 0.9, "tau": 0.5, "epsilon_start": 0.8, "epsilon_end": 0.2}
+    assert validation.SWEEPABLE["dqn"] == ("q_lr", *values)
+    swept = experiment.train(compose_config("dqn", [
+        *dqn_run, "sweep.system.q_lr=[1e-4,1e-2]", *(f"sweep.system.{name}=[{value}]" for name, value in values.items())
+    ], base_exp_path=tmp_path / "sweep"), dqn.learner_setup, "dqn")
+    single = experiment.train(compose_config("dqn", [
+        *dqn_run, "system.q_lr=1e-2", *(f"system.{name}={value}" for name, value in values.items())
+    ], base_exp_path=tmp_path / "single"), dqn.learner_setup, "dqn")
+    for leaf, single_leaf in zip(jax.tree_util.tree_leaves(swept.learner_state.params),
+                                 jax.tree_util.tree_leaves(single.learner_state.params), strict=True):
+        np.testing.assert_allclose(np.asarray(leaf)[:, 1], np.asarray(single_leaf), rtol=1e-5, atol=1e-6)
+    assert swept.absolute_returns[1] == single.absolute_returns[0]
+
+
 @pytest.mark.parametrize("seed_loop", ["vmap", "map"])
 @pytest.mark.parametrize("values", [(0.5,), (0.5, 2.0, 3.0)])
 def test_each_member_reads_its_own_values_batched_in_sequence_or_alone(seed_loop, values):
@@ -105,14 +125,15 @@ def test_each_member_reads_its_own_values_batched_in_sequence_or_alone(seed_loop
     np.testing.assert_array_equal(np.asarray(learnt), np.broadcast_to(expected, state.shape))
 
 
-def test_a_swept_key_read_while_the_learner_is_set_up_is_refused():
-    """A value captured at setup would be the first member's for every member: reading it there raises."""
-    system = OmegaConf.create({"clip_eps": 0.2})
-    with hyperparams.sweeping(frozenset({"clip_eps"})):
-        with pytest.raises(RuntimeError, match="system.clip_eps is swept, but was read while the learner was set up"):
-            hyperparams.value(system, "clip_eps")
-        assert callable(hyperparams.learning_rate(OmegaConf.create({"actor_lr": 1e-3, "clip_eps": 0.2}), "clip_eps"))
-    assert hyperparams.value(system, "clip_eps") == 0.2  # no sweep: the config's number, as a constant
+def test_a_swept_learning_rate_is_read_when_the_optimiser_updates_and_a_plain_one_stays_a_number():
+    """An optimiser is built at setup, from the first member's setup: a swept rate must reach it as a function."""
+    system = OmegaConf.create({"actor_lr": 1e-3, "critic_lr": 3e-3})
+    with hyperparams.sweeping(frozenset({"actor_lr"})):
+        swept_rate = hyperparams.learning_rate(system, "actor_lr")
+        assert callable(swept_rate) and hyperparams.learning_rate(system, "critic_lr") == 3e-3
+        with hyperparams.member_values({"actor_lr": np.float32(0.5)}):
+            assert swept_rate() == np.float32(0.5)
+    assert hyperparams.learning_rate(system, "actor_lr") == 1e-3  # no sweep: the number, a constant to XLA
 
 
 def test_each_member_is_logged_as_its_own_run_and_the_report_groups_them_by_grid_point(sweep_run):
@@ -142,7 +163,7 @@ def test_a_key_that_changes_shapes_is_refused_in_one_line_before_any_work(tmp_pa
     ("ppo", ["sweep.system.actor_lr=[3e-4,-1.0]"], "sweep.system.actor_lr[1]=-1.0 is out of range"),
     ("ppo", ["sweep.system.actor_lr=3e-4"], "must be a non-empty list"),
     ("ppo", ["sweep.system.actor_lr=[3e-4]", "logger.checkpointing.save_model=True"], "does not save or load"),
-    ("sac", ["sweep.system.q_lr=[1e-3,3e-4]"], "systems that can: ppo, ppo_penalty, dpo, reinforce, pqn"),
+    ("sac", ["sweep.system.q_lr=[1e-3,3e-4]"], "systems that can: ppo, ppo_penalty, dpo, reinforce, pqn, dqn, ddqn"),
     ("pqn", ["sweep.system.epsilon_end=[0.05,0.5]", "sweep.system.epsilon_start=[0.2]"],
      "sweep grid point epsilon_end=0.5 epsilon_start=0.2: system.epsilon_end=0.5 is above"),
 ])

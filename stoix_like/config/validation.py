@@ -494,6 +494,8 @@ SWEEPABLE = {
     "dpo": POLICY_GRADIENT_SWEEPABLE + ("clip_eps",),
     "reinforce": POLICY_GRADIENT_SWEEPABLE,
     "pqn": ("q_lr", "gamma", "q_lambda", "reward_scale", "epsilon_start", "epsilon_end"),
+    "dqn": ("q_lr", "gamma", "tau", "epsilon_start", "epsilon_end"),
+    "ddqn": ("q_lr", "gamma", "tau", "epsilon_start", "epsilon_end"),
 }
 SWEEP_PREFIX = "sweep.system."
 

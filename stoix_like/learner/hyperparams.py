@@ -6,11 +6,14 @@ grid point × seed as one member of one compiled program, so a swept value must 
 member: the program binds each member's values while it is traced (`member_values`), and the learner reads them
 through `value(system, name)` at trace time, where it would otherwise have read the constant.
 
-A learner that supports sweeps reads each sweepable key through `value` *inside* the traced learner, never while it
-is set up: a number captured at setup (a closure, a `functools.partial`) would be the first member's for every
-member. While a sweep sets up its members (`sweeping`), `value` refuses to be read outside a member's trace, so
-such a capture fails loudly instead of training every member on one value. A learning rate is captured by its
-optimiser at setup, so it is asked for with `learning_rate`, which defers the read to the optimiser's update.
+A learner that supports sweeps reads each sweepable key through `value` *inside* the traced learner: the program
+is built from the first member's setup, so a number captured while that setup built the learner (a closure, a
+`functools.partial`) would be the first member's for every member. Outside a member's trace `value` gives the
+config's number, which is right for what each member's own setup runs (its warm-up, example transitions: each member
+is set up from its own config) and wrong only for such a capture; the tests that compare a member other than the
+first with its single run (tests/test_sweep_in_one_program.py) are what catch one. A learning rate is captured by its
+optimiser at setup, so it is asked for with `learning_rate`, which, while a sweep sets up its members (`sweeping`),
+defers the read to the optimiser's update.
 """
 
 from __future__ import annotations
@@ -67,12 +70,9 @@ def member_values(values: Mapping[str, jax.Array]) -> Iterator[None]:
 
 
 def value(system: DictConfig, name: str) -> Number:
-    """`system.<name>`, or this member's value of it when a sweep sweeps it. Call inside the traced learner."""
-    if name in _binding.swept:
-        if _binding.values is None:
-            raise RuntimeError(
-                f"system.{name} is swept, but was read while the learner was set up, outside a member's trace: "
-                f"every member would train on the first member's value. Read it inside the learner.")
+    """`system.<name>`; inside a member's trace, that member's value of it when the sweep sweeps it. A learner calls
+    it while it is traced, not while it is built (the module's docstring says why)."""
+    if _binding.values is not None and name in _binding.values:
         return _binding.values[name]
     return system[name]
 

@@ -14,7 +14,6 @@ checkpointed like everything else.
 
 from __future__ import annotations
 
-import functools
 from typing import Callable, NamedTuple
 
 import flashbax as fbx
@@ -23,6 +22,7 @@ import jax.numpy as jnp
 from omegaconf import DictConfig
 
 from stoix_like.config import validation
+from stoix_like.learner import hyperparams
 from stoix_like.learner.budget import Budget
 from stoix_like.errors import ConfigError
 from stoix_like.types import Array, Observation, PyTree
@@ -58,8 +58,12 @@ class BatchView(NamedTuple):
 def n_step_batches(system_config: DictConfig) -> BatchView:
     """Batches of n-step transitions (B, ...): `system.n_step` steps summed with `system.gamma`."""
     n_step = int(system_config.n_step)
-    return BatchView("system.n_step", n_step,
-                     functools.partial(n_step_transition, gamma=float(system_config.gamma)), steps_per_item=1)
+
+    def to_batch(sequence: Transition) -> Transition:
+        # γ read while the learner is traced, so that a sweep's members each discount by their own
+        return n_step_transition(sequence, gamma=hyperparams.value(system_config, "gamma"))
+
+    return BatchView("system.n_step", n_step, to_batch, steps_per_item=1)
 
 
 def sequence_batches(system_config: DictConfig, disjoint: bool = False) -> BatchView:
@@ -122,7 +126,7 @@ def add_rollout(buffer, buffer_state, time_major: Transition):
     return buffer.add(buffer_state, _swap_time_and_batch(time_major))
 
 
-def n_step_transition(sequence: Transition, gamma: float) -> Transition:
+def n_step_transition(sequence: Transition, gamma: hyperparams.Number) -> Transition:
     """Collapse sampled sequences (B, n, ...) into n-step transitions (B, ...).
 
     With m the index of the first step that ends an episode (or n−1): reward = Σ_{k≤m} γ^k r_k,

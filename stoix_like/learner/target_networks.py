@@ -7,16 +7,19 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from stoix_like.learner.hyperparams import Number
 from stoix_like.types import Params
 
-def update_target(online: Params, target: Params, step: jax.Array, tau: float, period: int) -> Params:
+def update_target(online: Params, target: Params, step: jax.Array, tau: Number, period: int) -> Params:
     """The target after a gradient step: moved when `step % period == 0`, else unchanged.
 
     `step` is the counter the period runs on, and so decides where in each period the move lands: the DQN family
     passes the gradient steps taken so far (a copy after steps period, 2·period, ...), the deterministic-policy
     systems the steps taken before this one (the target moves together with their delayed actor update).
     """
-    moved = online if tau == 1.0 else optax.incremental_update(online, target, tau)
+    # a swept τ (a traced scalar, learner/hyperparams.py) always averages: τ = 1 then gives the copy's values
+    hard_copy = not isinstance(tau, jax.Array) and tau == 1.0
+    moved = online if hard_copy else optax.incremental_update(online, target, tau)
     if period == 1:
         return moved
     # a select rather than optax.periodic_update's lax.cond: the Polyak arithmetic then compiles as it does

@@ -23,7 +23,7 @@ import optax
 from omegaconf import DictConfig
 
 from stoix_like.runtime import host_keys, parallel
-from stoix_like.learner import normalization, replay, target_networks
+from stoix_like.learner import hyperparams, normalization, replay, target_networks
 from stoix_like.runtime.compilation_cache import jitted_init
 from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
@@ -72,12 +72,13 @@ def make_apply(q_network: FeedForwardQNetwork) -> Callable:
 
 def make_act(apply: Callable, system: DictConfig, total_timesteps: int):
     """ε-greedy on the expected Q-values over legal actions; noise (if any) sampled afresh every step."""
-    epsilon_at = epsilon_schedule(system.epsilon_start, system.epsilon_end, system.epsilon_decay_fraction,
-                                  total_timesteps)
-
     def act(params: OnlineAndTarget, observation, key, global_env_steps):
         noise_key, explore_key = jax.random.split(key)
         q_values = q_values_of(apply(params.online, observation, noise_key))
+        # the schedule built while the learner is traced, so that a sweep's members each decay their own ε
+        epsilon_at = epsilon_schedule(hyperparams.value(system, "epsilon_start"),
+                                      hyperparams.value(system, "epsilon_end"), system.epsilon_decay_fraction,
+                                      total_timesteps)
         epsilon = epsilon_at(global_env_steps)
         action = epsilon_greedy(explore_key, q_values, observation.action_mask, epsilon)
         return action, action
@@ -115,8 +116,8 @@ def make_learn_from_batch(apply: Callable, q_update: Callable, q_loss: QLoss, sy
         updates, opt_state = q_update(grads, opt_state, params.online)
         online = optax.apply_updates(params.online, updates)
         # the period counts gradient steps taken, this one included: a copy lands at the end of each period
-        target = target_networks.update_target(online, params.target, update_count + 1, float(system.tau),
-                                       int(system.target_update_period))
+        target = target_networks.update_target(online, params.target, update_count + 1,
+                                               hyperparams.value(system, "tau"), int(system.target_update_period))
         return off_policy.BatchUpdate(OnlineAndTarget(online, target), opt_state, metrics, priorities)
 
     return learn_from_batch
@@ -170,6 +171,6 @@ def q_optimizer(system: DictConfig, budget: Budget):
     """The Q-network's optimiser (`q_lr`, clipped at `max_grad_norm`, decayed over the run's gradient steps), shared by
     every value-based learner; on one vector, since their gradient steps on small sampled batches are kernel-bound
     (optim.on_one_vector has the figures)."""
-    return make_optimizer(system.q_lr, system.max_grad_norm,
+    return make_optimizer(hyperparams.learning_rate(system, "q_lr"), system.max_grad_norm,
                           budget.num_updates * int(system.gradient_steps_per_update), system.decay_learning_rates,
                           one_vector=True)
