@@ -40,9 +40,9 @@ def hydra_entry(config_name: str, run_experiment: Optional[str | Callable[[DictC
             sys.exit(2)
 
     def main() -> float:
+        sys.argv = [sys.argv[0], *command_line(sys.argv[1:])]
         if "--describe" in sys.argv[1:]:
             _describe_and_exit(config_name, [arg for arg in sys.argv[1:] if arg != "--describe"])
-        sys.argv = [sys.argv[0], *command_line(sys.argv[1:])]
         _refuse_bad_overrides(config_name, sys.argv[1:])
         try:
             return hydra_main()
