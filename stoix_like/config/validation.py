@@ -104,8 +104,6 @@ FREE_FORM: Dict[str, str] = {
     "network.*.*._target_": "the module a network part is built by",
     "env.kwargs.ruleset_goal": "an XLand goal built locally: 'GOAL TILE COLOUR', e.g. 'agent_near ball red'",
     "env.kwargs.ruleset_objects": "further XLand objects placed at reset: ['TILE COLOUR', ...]",
-    # ranged per value against system.<key>'s own spec, and refused where not sweepable (_sweep_problems)
-    "sweep.system.*": "values of system.<key> to train as grid points of one compiled program (stoix_like/config/sweep.py)",
     **schemas.free_form(),
 }
 
