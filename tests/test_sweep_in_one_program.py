@@ -68,38 +68,31 @@ def test_a_member_is_the_single_run_with_its_grid_points_values_and_its_seed(swe
     assert not all(np.allclose(np.asarray(leaf)[:, 1], np.asarray(leaf)[:, 3]) for leaf in actor_params)
 
 
-def test_a_pqn_member_is_the_single_run_with_its_grid_points_values(tmp_path):
-    """PQN reads its learning rate, γ, λ, reward scale and ε's ends per member: 2 grid points × 1 seed."""
-    pqn_run = ["arch.total_num_envs=4", "system.rollout_length=8", "system.num_minibatches=2",
-               "arch.num_evaluation=2", "arch.num_eval_episodes=2", "arch.total_timesteps=64",
-               "network.q_network.pre_torso.layer_sizes=[16]"]
-    values = {"gamma": 0.9, "q_lambda": 0.5, "reward_scale": 0.5, "epsilon_start": 0.8, "epsilon_end": 0.2}
-    assert validation.SWEEPABLE["pqn"] == ("q_lr", *values)
-    swept = experiment.train(compose_config("pqn", [
-        *pqn_run, "sweep.system.q_lr=[1e-4,1e-2]", *(f"sweep.system.{name}=[{value}]" for name, value in values.items())
-    ], base_exp_path=tmp_path / "sweep"), pqn.learner_setup, "pqn")
-    single = experiment.train(compose_config("pqn", [
-        *pqn_run, "system.q_lr=1e-2", *(f"system.{name}={value}" for name, value in values.items())
-    ], base_exp_path=tmp_path / "single"), pqn.learner_setup, "pqn")
-    for leaf, single_leaf in zip(jax.tree_util.tree_leaves(swept.learner_state.params),
-                                 jax.tree_util.tree_leaves(single.learner_state.params), strict=True):
-        np.testing.assert_allclose(np.asarray(leaf)[:, 1], np.asarray(single_leaf), rtol=1e-5, atol=1e-6)
-    assert swept.absolute_returns[1] == single.absolute_returns[0]
+Q_LEARNERS = {
+    # PQN reads its learning rate, γ, λ, reward scale and ε's ends per member
+    "pqn": (pqn.learner_setup, ["system.rollout_length=8", "system.num_minibatches=2", "arch.total_timesteps=64"],
+            {"gamma": 0.9, "q_lambda": 0.5, "reward_scale": 0.5, "epsilon_start": 0.8, "epsilon_end": 0.2}),
+    # DQN its learning rate, γ (in its n-step targets), τ and ε's ends
+    "dqn": (dqn.learner_setup, ["system.rollout_length=4", "system.warmup_rollout_length=8",
+                                "system.total_buffer_size=256", "system.total_batch_size=16",
+                                "arch.total_timesteps=96"],
+            {"gamma": 0.9, "tau": 0.5, "epsilon_start": 0.8, "epsilon_end": 0.2}),
+}
 
 
-def test_a_dqn_member_is_the_single_run_with_its_grid_points_values(tmp_path):
-    """DQN reads its learning rate, γ (in its n-step targets), τ and ε's ends per member: 2 grid points × 1 seed."""
-    dqn_run = ["arch.total_num_envs=4", "system.rollout_length=4", "system.warmup_rollout_length=8",
-               "system.total_buffer_size=256", "system.total_batch_size=16", "arch.num_evaluation=2",
-               "arch.num_eval_episodes=2", "arch.total_timesteps=96", "network.q_network.pre_torso.layer_sizes=[16]"]
-    values = {"gamma": 0.9, "tau": 0.5, "epsilon_start": 0.8, "epsilon_end": 0.2}
-    assert validation.SWEEPABLE["dqn"] == ("q_lr", *values)
-    swept = experiment.train(compose_config("dqn", [
-        *dqn_run, "sweep.system.q_lr=[1e-4,1e-2]", *(f"sweep.system.{name}=[{value}]" for name, value in values.items())
-    ], base_exp_path=tmp_path / "sweep"), dqn.learner_setup, "dqn")
-    single = experiment.train(compose_config("dqn", [
-        *dqn_run, "system.q_lr=1e-2", *(f"system.{name}={value}" for name, value in values.items())
-    ], base_exp_path=tmp_path / "single"), dqn.learner_setup, "dqn")
+@pytest.mark.parametrize("algorithm", sorted(Q_LEARNERS))
+def test_a_q_learning_member_is_the_single_run_with_its_grid_points_values(algorithm, tmp_path):
+    """2 grid points of q_lr × 1 seed, every other key the system sweeps at one value away from its default."""
+    learner_setup, budget, values = Q_LEARNERS[algorithm]
+    run = ["arch.total_num_envs=4", "arch.num_evaluation=2", "arch.num_eval_episodes=2",
+           "network.q_network.pre_torso.layer_sizes=[16]", *budget]
+    assert validation.SWEEPABLE[algorithm] == ("q_lr", *values)
+    swept = experiment.train(compose_config(algorithm, [
+        *run, "sweep.system.q_lr=[1e-4,1e-2]", *(f"sweep.system.{name}=[{value}]" for name, value in values.items())
+    ], base_exp_path=tmp_path / "sweep"), learner_setup, algorithm)
+    single = experiment.train(compose_config(algorithm, [
+        *run, "system.q_lr=1e-2", *(f"system.{name}={value}" for name, value in values.items())
+    ], base_exp_path=tmp_path / "single"), learner_setup, algorithm)
     for leaf, single_leaf in zip(jax.tree_util.tree_leaves(swept.learner_state.params),
                                  jax.tree_util.tree_leaves(single.learner_state.params), strict=True):
         np.testing.assert_allclose(np.asarray(leaf)[:, 1], np.asarray(single_leaf), rtol=1e-5, atol=1e-6)
