@@ -15,6 +15,7 @@ from stoix_like import envs as envs_lib
 from stoix_like.run import experiment
 from stoix_like.learner import budget as budget_lib
 from stoix_like.learner.budget import Budget, check_divides, exact_budget, split_envs
+from stoix_like.config.compose import compose_config
 from stoix_like.errors import ConfigError
 from stoix_like.systems.on_policy import ppo
 
@@ -184,6 +185,22 @@ def test_the_expected_wall_time_extends_the_first_interval_over_the_budget():
     assert "9,700 steps/s per seed" in line and "took 10.0s" in line
     # resumed at interval 4 of 10, two intervals of 12 s each since: 6 remain
     assert "1m12s from now" in experiment.expected_wall_time(24.0, 1.0, 2, 8, 30.0)
+
+
+def test_a_cpu_run_names_what_the_published_budget_would_cost_at_its_speed():
+    # 5.12M of brax's 50M steps, learning at 10,000 steps/s: the published budget is 5,000 s away
+    line = experiment.reference_budget_cost(5_120_000, 50_000_000, "brax's notebook", 10_000.0)
+    assert "10% of the published recipe's 50,000,000 steps per seed (brax's notebook)" in line, line
+    assert "would take this run about 1h23m20s at the speed" in line, line
+    assert "()" not in experiment.reference_budget_cost(1, 2, None, 1.0)
+    # 4 seeds learning at 2,500 steps/s each (a population reports its speed per seed): 20,000 s for the four
+    assert "about 5h33m20s for its 4 seeds" in experiment.reference_budget_cost(1, 50_000_000, None, 2_500.0, 4)
+
+
+def test_the_tuned_brax_ant_file_names_its_published_budget():
+    config = compose_config("ppo", ["env=brax/ant"])
+    assert config.arch.reference_timesteps == 50_000_000 and "brax" in config.arch.reference_source
+    assert compose_config("ppo", [])["arch"]["reference_timesteps"] is None  # CartPole's recipe names none
 
 
 def test_learned_steps_per_second_counts_every_call_of_the_interval():

@@ -70,6 +70,11 @@ class CommonArchSchema:
         "command-line runs keep compiled programs in $STOIX_LIKE_CACHE_DIR (default ~/.cache/stoix_like/xla) "
         "and load them on the next run; runs started in code cache their seeds' setup programs in-process. False: "
         "neither"))
+    reference_timesteps: Optional[int] = key(integer(
+        POSITIVE_INT, "the budget per seed of the published recipe this config is resized from (a tuned file's "
+        "arch.reference_source names it); on a CPU a run says how long that budget would take at its measured "
+        "speed; null: none", nullable=True))
+    reference_source: Optional[str] = text("where arch.reference_timesteps is published (null: no reference)")
     cpu_threads: Optional[int] = key(integer(
         POSITIVE_INT, "threads XLA's CPU backend runs programs on (stoix_like/runtime/cpu_threads.py): 1 is faster for a "
         "learner on a few envs, every core for many; null: 1 for a small run on the CPU alone, else every core "

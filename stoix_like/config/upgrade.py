@@ -12,7 +12,8 @@ the keys that did not exist then with the values that reproduce what the old cod
 
 `add_later_keys(saved)` adds the keys that came after today's format (3) was first written, so every checkpoint
 of it reads too: Anakin's `arch.rollout_unroll` is 1 (its acting loop was not unrolled; the value changes speed,
-not results) and its `arch.seed_loop` vmap (its seeds were batched). `upgrade_saved_config` applies it as well.
+not results) and its `arch.seed_loop` vmap (its seeds were batched); either architecture's
+`arch.reference_timesteps` / `reference_source` are null. `upgrade_saved_config` applies it as well.
 
 `batch_size` counted per (device, batch) slot; `total_batch_size` counts over all of them, so it becomes
 `batch_size × batch_slots` (n_devices × arch.update_batch_size of the saved run). Keys the systems no longer
@@ -67,6 +68,9 @@ def add_later_keys(saved: Dict[str, ConfigValue]) -> Dict[str, ConfigValue]:
     if "update_batch_size" in arch:  # Anakin: Sebulba's actor threads have no compiled acting loop
         arch.setdefault("rollout_unroll", 1)
         arch.setdefault("seed_loop", "vmap")  # every population before the key was batched
+    if arch:  # a published reference budget only words a progress line: none, for runs saved before it
+        arch.setdefault("reference_timesteps", None)
+        arch.setdefault("reference_source", None)
     return saved
 
 

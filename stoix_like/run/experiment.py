@@ -184,7 +184,8 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
             if jax.default_backend() == "cpu" and config.arch.get("reference_timesteps") is not None:
                 logger.message(reference_budget_cost(int(config.arch.total_timesteps),
                                                      int(config.arch.reference_timesteps),
-                                                     config.arch.get("reference_source"), steps_per_second))
+                                                     config.arch.get("reference_source"), steps_per_second,
+                                                     len(seeds)))
 
     if progress.steps_done != budget.total_timesteps:  # the budget arithmetic is the contract; never drift from it
         raise AssertionError(f"ran {progress.steps_done} steps, budget was {budget.total_timesteps}")
@@ -217,14 +218,15 @@ def expected_wall_time(interval_seconds: float, steps_per_second: float, interva
 
 
 def reference_budget_cost(total_timesteps: int, reference_timesteps: int, source: Optional[str],
-                          steps_per_second: float) -> str:
+                          steps_per_second: float, num_seeds: int = 1) -> str:
     """On a CPU, what the published recipe's budget (a tuned file's `arch.reference_timesteps`) would cost at the
-    speed this run measured: a CPU budget is a fraction of what a GPU affords, and a user should see how far the
-    published level is before reading this run's return against it."""
+    speed this run measured (`steps_per_second` per seed): a CPU budget is a fraction of what a GPU affords, and a
+    user should see how far the published level is before reading this run's return against it."""
     where = f" ({source})" if source else ""
+    seeds = f" for its {num_seeds} seeds" if num_seeds > 1 else ""
     return (f"on this CPU the budget is {total_timesteps / reference_timesteps:.0%} of the published recipe's "
-            f"{reference_timesteps:,} steps per seed{where}: that budget would take about "
-            f"{format_duration(reference_timesteps / max(steps_per_second, 1e-9))} at the speed measured here")
+            f"{reference_timesteps:,} steps per seed{where}, which would take this run about "
+            f"{format_duration(reference_timesteps / max(steps_per_second, 1e-9))}{seeds} at the speed measured here")
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ Learner state leaves carry leading axes `(n_devices, update_batch_size, ...)`. T
 
 Independent seeds add an axis after the device axis, `(n_devices, num_seeds, update_batch_size, ...)`, when
 there is more than one. A sweep's members (grid points × seeds, stoix_like/config/sweep.py) take the seeds' place on
-that axis, each told its index there so that it reads its own hyperparameters (`distribute(..., member_indexed=True)`). In a multi-host run each process holds its local devices' slots; `gather_to_host`
-and `local_share` move whole learner states between that layout and one global host copy (checkpoints).
+that axis, each told its index there so that it reads its own hyperparameters (`distribute(..., member_indexed=True)`).
+In a multi-host run each process holds its local devices' slots; `gather_to_host` and `local_share` move whole
+learner states between that layout and one global host copy (checkpoints).
 
 Many processes, one order. In a multi-process run every step that involves several processes runs on every
 process, in the same order, and only through this file:

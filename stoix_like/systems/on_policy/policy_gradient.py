@@ -37,7 +37,9 @@ from stoix_like.ops.returns import truncated_gae
 from stoix_like.learner.optim import make_optimizer
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SebulbaSetup, SystemSetup
 from stoix_like.systems.on_policy import rollout
-from stoix_like.types import ActorCriticApplyFns, ActorCriticOptStates, ActorCriticParams, ActorCriticTransition, ActorCriticUpdateFns, Array, LearnerState, Metrics, Observation, OnPolicyLearnerState, Params, PRNGKey, PyTree, RolloutStep
+from stoix_like.types import (ActorCriticApplyFns, ActorCriticOptStates, ActorCriticParams, ActorCriticTransition,
+                               ActorCriticUpdateFns, Array, LearnerState, Metrics, Observation, OnPolicyLearnerState,
+                               Params, PRNGKey, PyTree, RolloutStep)
 
 
 class SebulbaLearnerState(NamedTuple):
