@@ -149,8 +149,8 @@ def test_a_brax_population_still_training_is_an_error(learning_table_cli, tmp_pa
 
     from stoix_like.errors import ConfigError
 
-    logged = tmp_path / "ppo" / "ant" / "ours_42"
-    shutil.copytree(os.path.join(learning_table_cli.BRAX_PEER, "ppo", "ant", "ours_42"), logged)
+    logged = tmp_path / "ppo" / "ant" / "ours_1001"
+    shutil.copytree(os.path.join(learning_table_cli.BRAX_PEER, "ppo", "ant", "ours_1001"), logged)
     record = json.loads((logged / "run.json").read_text())
     (logged / "run.json").write_text(json.dumps({**record, "status": "running"}))
     with pytest.raises(ConfigError, match="has not finished"):
