@@ -56,6 +56,22 @@ LEARNING_RATE = "learning rate: 0 learns nothing and a negative rate climbs the 
 # ---------------------------------------------------------------------------------- arch, env, logger, evaluate
 
 @dataclass
+class PBTSchema:
+    """`arch.pbt`: population-based training of the run's seeds in one program (stoix_like/learner/pbt.py)."""
+
+    interval: Optional[int] = key(integer(
+        POSITIVE_INT, "updates between PBT steps (a multiple of the updates per learn call); null: no PBT",
+        nullable=True))
+    fraction: float = key(real("(0, 0.5]", "the share of members replaced at each PBT step by copies of members "
+                               "from the same share at the top"))
+    resample_probability: float = key(real("[0, 1]", "the chance that a copied hyperparameter is drawn afresh "
+                                           "from its range instead of multiplied by 0.8 or 1.2"))
+    # {system key: [low, high]}: the hyperparameters PBT tunes, each member starting log-uniform in its range
+    # (uniform where low <= 0). Free-form like env.kwargs: validation._pbt_problems checks each range
+    ranges: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class CommonArchSchema:
     """The keys both architectures have (config/arch/anakin.yaml, config/arch/sebulba.yaml)."""
 
@@ -75,6 +91,7 @@ class CommonArchSchema:
         "arch.reference_source names it); on a CPU a run says how long that budget would take at its measured "
         "speed; null: none", nullable=True))
     reference_source: Optional[str] = text("where arch.reference_timesteps is published (null: no reference)")
+    pbt: PBTSchema = part(PBTSchema)
     cpu_threads: Optional[int] = key(integer(
         POSITIVE_INT, "threads XLA's CPU backend runs programs on (stoix_like/runtime/cpu_threads.py): 1 is faster for a "
         "learner on a few envs, every core for many; null: 1 for a small run on the CPU alone, else every core "

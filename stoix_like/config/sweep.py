@@ -32,10 +32,15 @@ class Member(NamedTuple):
         return " ".join(f"{name}={value:g}" for name, value in self.values.items())
 
 
+# keys no shipped config has, which a user adds: a sweep's grid, a PBT population's ranges
+ADDED_KEY_PREFIXES = ("sweep.", "arch.pbt.ranges.")
+
+
 def command_line_additions(overrides: List[str]) -> List[str]:
-    """`sweep.system.actor_lr=[...]` as `++sweep.system.actor_lr=[...]`: no shipped config has a `sweep` block
-    (a run without one is a plain run), and Hydra's struct mode would want every new key written with a `+`."""
-    return [f"++{override}" if override.startswith("sweep.") else override for override in overrides]
+    """`sweep.system.actor_lr=[...]` as `++sweep.system.actor_lr=[...]` (and `arch.pbt.ranges.<key>=[...]` so):
+    no shipped config has a `sweep` block (a run without one is a plain run) or a range, and Hydra's struct mode
+    would want every new key written with a `+`."""
+    return [f"++{override}" if override.startswith(ADDED_KEY_PREFIXES) else override for override in overrides]
 
 
 def swept_values(config: DictConfig) -> Dict[str, List[float]]:

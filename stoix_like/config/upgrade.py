@@ -13,7 +13,7 @@ the keys that did not exist then with the values that reproduce what the old cod
 `add_later_keys(saved)` adds the keys that came after today's format (3) was first written, so every checkpoint
 of it reads too: Anakin's `arch.rollout_unroll` is 1 (its acting loop was not unrolled; the value changes speed,
 not results) and its `arch.seed_loop` vmap (its seeds were batched); either architecture's
-`arch.reference_timesteps` / `reference_source` are null. `upgrade_saved_config` applies it as well.
+`arch.reference_timesteps` / `reference_source` are null, and `arch.pbt` is off. `upgrade_saved_config` applies it as well.
 
 `batch_size` counted per (device, batch) slot; `total_batch_size` counts over all of them, so it becomes
 `batch_size × batch_slots` (n_devices × arch.update_batch_size of the saved run). Keys the systems no longer
@@ -71,6 +71,8 @@ def add_later_keys(saved: Dict[str, ConfigValue]) -> Dict[str, ConfigValue]:
     if arch:  # a published reference budget only words a progress line: none, for runs saved before it
         arch.setdefault("reference_timesteps", None)
         arch.setdefault("reference_source", None)
+        # runs saved before PBT trained no population
+        arch.setdefault("pbt", {"interval": None, "fraction": 0.25, "resample_probability": 0.25, "ranges": {}})
     return saved
 
 

@@ -565,6 +565,60 @@ def _sweep_problems(values: Mapping[str, ConfigValue], system_name: Optional[str
     return []
 
 
+# ------------------------------------------------------------------------------------------------ PBT
+# `arch.pbt.interval=<updates>` with `arch.pbt.ranges.<key>=[low,high]` trains the seeds as a PBT population in one
+# program (stoix_like/learner/pbt.py). A member reads its values as a sweep's member does, so the keys that can be
+# ranged are the sweepable ones.
+PBT_RANGES_PREFIX = "arch.pbt.ranges."
+
+
+def _pbt_problems(values: Mapping[str, ConfigValue], system_name: Optional[str]) -> List[str]:
+    """What is wrong with the config's `arch.pbt` keys, one line each."""
+    ranges = {key[len(PBT_RANGES_PREFIX):]: value for key, value in values.items() if key.startswith(PBT_RANGES_PREFIX)}
+    interval = values.get("arch.pbt.interval")
+    if interval is None:
+        if ranges:
+            first = next(iter(ranges))
+            return [f"{PBT_RANGES_PREFIX}{first} is set but arch.pbt.interval is null: set arch.pbt.interval=<updates> "
+                    f"to train the seeds as a PBT population, or drop the range."]
+        return []
+    if system_name not in SWEEPABLE:
+        return [f"arch.pbt.interval={interval}: {system_name} cannot train a PBT population yet (its learner reads "
+                f"its hyperparameters as constants); systems that can: {', '.join(SWEEPABLE)}."]
+    tunable = SWEEPABLE[system_name]
+    example = f"'{PBT_RANGES_PREFIX}{tunable[0]}=[1e-5,1e-1]'"
+    if not ranges:
+        return [f"arch.pbt.interval={interval} has nothing to tune: give each hyperparameter a range, e.g. {example}."]
+    found = []
+    for name, bounds in ranges.items():
+        key = PBT_RANGES_PREFIX + name
+        if name not in tunable:
+            found.append(f"{key}: PBT cannot tune system.{name} ({system_name}'s learner reads it as a constant or "
+                         f"it changes shapes); {system_name} can tune {', '.join(tunable)}.")
+        elif (not isinstance(bounds, (list, tuple)) or len(bounds) != 2
+              or not all(isinstance(bound, (int, float)) and not isinstance(bound, bool) for bound in bounds)
+              or not bounds[0] < bounds[1]):
+            found.append(f"{key}={show(bounds)} must be [low, high] with low < high, e.g. {example}.")
+        else:
+            found += [line.replace(f"system.{name}", f"{key}[{index}]", 1) for index, bound in enumerate(bounds)
+                      if (line := check_key(f"system.{name}", bound))][:1]
+    if found:
+        return found
+    num_seeds, fraction = values.get("arch.num_seeds"), values.get("arch.pbt.fraction")
+    if isinstance(num_seeds, int) and isinstance(fraction, (int, float)) and int(fraction * num_seeds) < 1:
+        return [f"arch.pbt.fraction={show(fraction)} of arch.num_seeds={num_seeds} members replaces none: a PBT "
+                f"population needs arch.num_seeds >= {math.ceil(1 / fraction)} at that fraction."]
+    if any(key.startswith("sweep.") for key in values):
+        return ["arch.pbt with sweep.*: a PBT population starts from its ranges; drop the sweep.* keys, or turn PBT "
+                "off (arch.pbt.interval=null)."]
+    if "arch.actor_device_ids" in values:
+        return ["arch.pbt: arch=sebulba trains one seed per run; a PBT population in one program needs arch=anakin."]
+    if values.get("logger.checkpointing.load_params_from") is not None:
+        return ["logger.checkpointing.load_params_from with arch.pbt: a PBT population starts from fresh members; "
+                "resume a PBT run's own checkpoint (logger.checkpointing.resume=True) instead."]
+    return []
+
+
 def problems(config: Config) -> List[str]:
     """Every problem of a composed config, one line each: key by key in config order, then the cross-key rules
     (those only once every key they read is valid on its own)."""
@@ -573,6 +627,7 @@ def problems(config: Config) -> List[str]:
     found = [line for line in (renamed_key_problem(key, system_name) for key in values) if line]
     found += [line for line in (check_key(key, value) for key, value in values.items()) if line]
     found += _sweep_problems(values, system_name)
+    found += _pbt_problems(values, system_name)
     if not found:
         found = [line for line in (check(values) for check in CROSS_KEY_CHECKS) if line]
     return found

@@ -20,7 +20,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from stoix_like.learner import budget as budget_lib
-from stoix_like.learner import hyperparams
+from stoix_like.learner import hyperparams, pbt
 from stoix_like.config import sweep, validation
 from stoix_like.run import checkpointing, run_record
 from stoix_like.runtime import compilation_cache, host_keys
@@ -82,6 +82,8 @@ def _describe(algorithm: str, config: DictConfig, budget: budget_lib.Budget, see
            if members else
            f", for each of {len(seeds)} seeds {seeds[0]}..{seeds[-1]} in one program" if len(seeds) > 1 else "")
         + (f", on {parallel.process_count()} processes" if parallel.process_count() > 1 else "")
+        + (f"; PBT every {config.arch.pbt.interval} updates over {', '.join(pbt.ranges_of(config))}"
+           if pbt.enabled(config) else "")
     )
 
 
@@ -113,6 +115,8 @@ def train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str) -> Ru
     # compiled learner: on PPO CartPole one every 10 updates cost ~30% of throughput, an extra learn call ~16 ms
     # of CPU (benchmarks/progress_overhead.py).
     call_budget = learn_call_budget(budget, int(config.logger.progress_per_evaluation))
+    if pbt.enabled(config):
+        pbt.check_interval(config, call_budget.updates_per_evaluation)
     # a sweep's members (grid points × seeds) run as the seeds do, member k with member k's seed
     members = sweep.members(config)
     seeds = [member.seed for member in members] if members else seeds_of(config)
@@ -154,7 +158,8 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
     learner_state, progress = resume(checkpoints, prepared, budget, logger, fresh_eval_params)
     evaluator = make_evaluator(eval_env, prepared.system.eval_policy, int(config.arch.num_eval_episodes))
     learn, compile_seconds = compile_programs(prepared.system, prepared.fresh_state, len(seeds), evaluator,
-                                              fresh_eval_params, parallel.seed_loop_of(config), prepared.member_learner)
+                                              fresh_eval_params, parallel.seed_loop_of(config), prepared.member_learner,
+                                              prepared.population_learner)
     loop = Loop(call_budget, seeds, prepared.system, logger, as_stage(evaluator))
     logger.message(f"compiled the learner in {compile_seconds:.1f}s")
     del prepared  # a resumed run need not keep the fresh state
@@ -171,6 +176,8 @@ def _train(config: DictConfig, learner_setup: LearnerSetup, algorithm: str, budg
         elapsed = time.perf_counter() - run_start
         eta = elapsed / (call + 1 - first_call) * (num_calls - call - 1)
         train_means = log_training(loop, learned, progress, call, eta)
+        for line in pbt.lineage_lines(seeds, train_means, progress.steps_done) if pbt.enabled(config) else ():
+            logger.message(line)
         if (call + 1) % calls_per_evaluation:
             continue  # a progress line only: the interval goes on
         evaluation = call // calls_per_evaluation
@@ -241,22 +248,36 @@ class Prepared(NamedTuple):
     eval_keys: np.ndarray  # (num_seeds, 2): each seed's first eval key
     # a sweep's: the system's learner as `(state, member index) -> ...`, each member reading its own swept values
     member_learner: Optional[MemberLearner] = None
+    # a PBT population's: one device's learn call over every member's state at once (pbt.population_learner)
+    population_learner: Optional[Callable] = None
 
 
 def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config: DictConfig, budget: budget_lib.Budget,
            seeds: List[int], members: Sequence[sweep.Member] = ()) -> Prepared:
     """Each seed is set up exactly as a single run with that seed would be; the states then sit side by side. A
     sweep's member is set up as the single run it stands for (its config), and the learner, built once, reads each
-    member's swept values by the member's index (hyperparams.per_member)."""
-    configs = [member.config for member in members] or [config] * len(seeds)
+    member's swept values by the member's index (hyperparams.per_member). A PBT population's member is set up as
+    the run with its seed and starting values, and its state carries its values (pbt.PBTState)."""
+    starting_values = pbt.initial_values(config, seeds) if pbt.enabled(config) else []
+    configs = ([member.config for member in members]
+               or [pbt.member_config(config, values, seed) for values, seed in zip(starting_values, seeds)]
+               or [config] * len(seeds))
     setups, eval_keys = [], []
-    with hyperparams.sweeping(frozenset(sweep.swept_values(config))):
+    with hyperparams.sweeping(frozenset(sweep.swept_values(config)) | frozenset(pbt.ranges_of(config))):
         for seed, seed_config in zip(seeds, configs):
             setup_key, eval_key = host_keys.split(host_keys.seed_key(seed))
             setups.append(learner_setup(train_env, setup_key, seed_config, budget))
             eval_keys.append(np.asarray(eval_key))
     member_learner = hyperparams.per_member(setups[0].learner_fn, {
         name: [member.values[name] for member in members] for name in sweep.swept_values(config)}) if members else None
+    if starting_values:
+        states = [pbt.initial_state(each.learner_state, values, seeds[0])
+                  for each, values in zip(setups, starting_values)]
+        population_learner = pbt.population_learner(
+            setups[0].learner_fn, config, budget.updates_per_evaluation, len(seeds),
+            parallel.seeds_in_sequence(parallel.seed_loop_of(config)))
+        system = setups[0]._replace(eval_params=pbt.eval_params_reader(setups[0].eval_params))
+        return Prepared(system, parallel.stack_seeds(states), np.stack(eval_keys), population_learner=population_learner)
     return Prepared(setups[0], parallel.stack_seeds([each.learner_state for each in setups]), np.stack(eval_keys),
                     member_learner)
 
@@ -278,7 +299,8 @@ def resume(checkpoints: checkpointing.Checkpoints, prepared: Prepared, budget: b
 
 def compile_programs(system: SystemSetup, example_state: LearnerState, num_seeds: int, evaluator: Evaluator,
                      example_eval_params: HostTree, seed_loop: str = "vmap",
-                     member_learner: Optional[MemberLearner] = None) -> Tuple[Callable, float]:
+                     member_learner: Optional[MemberLearner] = None,
+                     population_learner: Optional[Callable] = None) -> Tuple[Callable, float]:
     """(the distributed learner, its compile seconds), with the evaluator compiled beside it on a second thread.
     XLA compiles without holding the GIL and a compilation runs on one core, so on a machine with two or more
     the evaluator's compilation (2-3 s for PPO on CartPole) mostly hides behind the learner's."""
@@ -287,19 +309,23 @@ def compile_programs(system: SystemSetup, example_state: LearnerState, num_seeds
     evaluator_program = evaluator.lower(example_eval_params)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-evaluator") as pool:
         evaluator_compiled = pool.submit(evaluator.compile_lowered, evaluator_program) if evaluator_program else None
-        learner = compile_learner(system, example_state, num_seeds, seed_loop, member_learner)
+        learner = compile_learner(system, example_state, num_seeds, seed_loop, member_learner, population_learner)
         if evaluator_compiled is not None:
             evaluator_compiled.result()  # re-raises what the evaluator's compilation raised
     return learner
 
 
 def compile_learner(system: SystemSetup, example_state: LearnerState, num_seeds: int, seed_loop: str = "vmap",
-                    member_learner: Optional[MemberLearner] = None) -> Tuple[Callable, float]:
+                    member_learner: Optional[MemberLearner] = None,
+                    population_learner: Optional[Callable] = None) -> Tuple[Callable, float]:
     """(the distributed learner, compile seconds). Compiled for the fresh state's types, so that a resumed run
     runs the very program an uninterrupted one does. `seed_loop`: arch.seed_loop (parallel.seeds_in_sequence).
-    `member_learner`: a sweep's (`Prepared.member_learner`), compiled in place of the system's learner."""
+    `member_learner`: a sweep's (`Prepared.member_learner`), compiled in place of the system's learner;
+    `population_learner`: a PBT population's, likewise."""
     start = time.perf_counter()
-    if member_learner is not None:
+    if population_learner is not None:
+        learn = parallel.compile_distributed(parallel.distribute_population(population_learner), example_state)
+    elif member_learner is not None:
         learn = parallel.compile_learner(member_learner, example_state, num_seeds, seed_loop, member_indexed=True)
     else:
         learn = parallel.compile_learner(system.learner_fn, example_state, num_seeds, seed_loop)

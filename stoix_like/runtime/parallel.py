@@ -276,6 +276,12 @@ def psum_batch_then_device(tree: T) -> T:
     return _over_devices(jax.lax.psum, _over_batch(jax.lax.psum, tree))
 
 
+def psum_over_devices(tree: T) -> T:
+    """A sum over the devices alone: for what the update batch's vmap has already handed out as an axis (a PBT
+    population's fitness, summed over each member's batch before it meets the devices)."""
+    return _over_devices(jax.lax.psum, tree)
+
+
 def scan_updates(update_step: Callable[[LearnerState], Tuple[LearnerState, PyTree]], num_updates: int
                  ) -> Callable[[LearnerState], Tuple[LearnerState, PyTree]]:
     """Build a learner: `num_updates` calls of `update_step`, each vmapped over the update batch.
@@ -368,7 +374,17 @@ def compile_learner(learner_fn: Callable, example_state: LearnerState, num_seeds
     returns only once the step is done (its pmeans wait for every process), and is allowed twice its longest earlier
     call (the compile time, for the first) on top of `arch.collective_timeout_seconds`.
     """
-    learn = distribute(learner_fn, num_seeds, seed_loop, member_indexed)
+    return compile_distributed(distribute(learner_fn, num_seeds, seed_loop, member_indexed), example_state)
+
+
+def distribute_population(population_fn: Callable) -> jax.stages.Wrapped:
+    """A learner that takes every member's state at once (a PBT population, leaves (members, batch, ...) on each
+    device: stoix_like/learner/pbt.py), run as one copy per local device."""
+    return jax.pmap(population_fn, axis_name=DEVICE_AXIS)
+
+
+def compile_distributed(learn: jax.stages.Wrapped, example_state: LearnerState) -> Callable:
+    """`learn` (`distribute`'s or `distribute_population`'s) compiled for `example_state`: see compile_learner."""
     compile_start = time.monotonic()
     with unrolled_threefry():  # the same random bits in fewer ops on CPU (threefry_lowering.py says why)
         lowered = learn.lower(example_state)
