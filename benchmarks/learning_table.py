@@ -49,6 +49,8 @@ TABLE_START, TABLE_END = "<!-- learning-table:start -->", "<!-- learning-table:e
 SEBULBA_BLOCK = "sebulba-table"  # README's <!-- sebulba-table:start --> ... <!-- sebulba-table:end -->
 BRAX_PEER = os.path.join(RESULTS, "brax_peer")  # ours beside brax's trainer: benchmarks/brax_learning_peer.py
 CONTINUOUS_BLOCK = "continuous-table"  # README's "Continuous control" table
+PBT_RESULTS = os.path.join(RESULTS, "pbt")  # a fixed learning rate against PBT: benchmarks/pbt_learning_check.py
+PBT_BLOCK = "pbt-table"  # README's PBT table, in "Seeds, sweeps, clusters"
 
 
 def compose_into(run_dir: str):
@@ -76,6 +78,12 @@ def rendered_sebulba_table(root: str = SEBULBA) -> str:
     from stoix_like.report.learning_table import sebulba_table
 
     return sebulba_table(root)
+
+
+def rendered_pbt_table(root: str = PBT_RESULTS) -> str:
+    from stoix_like.report.learning_table import pbt_table
+
+    return pbt_table(root)
 
 
 def rendered_continuous_table(root: str = BRAX_PEER) -> str:
@@ -190,9 +198,10 @@ def render_into_readme(command: str) -> int:
     update_readme(table)
     update_readme(rendered_sebulba_table(), SEBULBA_BLOCK)
     update_readme(rendered_continuous_table(), CONTINUOUS_BLOCK)
+    update_readme(rendered_pbt_table(), PBT_BLOCK)
     print(f"README.md: learning table rendered from {os.path.relpath(RUNS, REPO_ROOT)} and "
           f"{os.path.relpath(UNTUNED, REPO_ROOT)}, Sebulba's from {os.path.relpath(SEBULBA, REPO_ROOT)}, continuous "
-          f"control's from {os.path.relpath(BRAX_PEER, REPO_ROOT)}")
+          f"control's from {os.path.relpath(BRAX_PEER, REPO_ROOT)}, PBT's from {os.path.relpath(PBT_RESULTS, REPO_ROOT)}")
     return 0
 
 

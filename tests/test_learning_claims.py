@@ -136,6 +136,24 @@ def test_readme_s_continuous_control_table_is_what_the_committed_logs_render(lea
         "benchmarks/learning_table.py --from-logs`")
 
 
+def test_readme_s_pbt_table_is_what_the_committed_logs_render(learning_table_cli):
+    assert learning_table_cli.readme_table(learning_table_cli.PBT_BLOCK) == learning_table_cli.rendered_pbt_table(), (
+        "README.md's PBT table is not what docs/results/pbt renders: run `python benchmarks/learning_table.py "
+        "--from-logs`")
+
+
+def test_the_pbt_table_without_a_fixed_arm_is_an_error(learning_table_cli, tmp_path):
+    import shutil
+
+    from stoix_like.errors import ConfigError
+
+    for name in os.listdir(learning_table_cli.PBT_RESULTS):
+        if name.startswith("pbt_"):
+            shutil.copytree(os.path.join(learning_table_cli.PBT_RESULTS, name), tmp_path / name)
+    with pytest.raises(ConfigError, match="no fixed and PBT logs"):
+        learning_table_cli.rendered_pbt_table(str(tmp_path))
+
+
 def test_a_brax_target_without_a_logged_population_is_an_error(learning_table_cli, tmp_path):
     from stoix_like.errors import ConfigError
 

@@ -281,3 +281,53 @@ def _seed_range(seeds: List[int]) -> str:
 
 def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+# ---------------------------------------------------------------------------------- PBT's learning check
+# benchmarks/pbt_learning_check.py logs a fixed-learning-rate sweep (`<root>/fixed_<first seed>/`, one program, a
+# group per rate) and PBT runs (`<root>/pbt_<first seed>/`, each one program of N members). A PBT run's result is its
+# best member's final return; the check is that each run's is at least the best final return of any fixed member.
+PBT_HEADER = [
+    "| arm | members (seeds) | steps per member | final IQM [95% CI] | absolute IQM [95% CI] "
+    "| solved: final, absolute | best member's final | wall time | logged |",
+    "|---|---|---|---|---|---|---|---|---|"]
+
+
+def pbt_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
+    """The fixed arm's rows (one per learning rate), a row per PBT run, the PBT runs as a population of their best
+    members, and the check's verdict (ConfigError where an arm has no logs)."""
+    target = target_of("ppo", "gymnax/cartpole")
+    folders = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    fixed = [name for name in folders if name.startswith("fixed_")]
+    pbt_runs = [name for name in folders if name.startswith("pbt_")]
+    if not fixed or not pbt_runs:
+        raise ConfigError(f"no fixed and PBT logs under {root}: run `python benchmarks/pbt_learning_check.py`")
+    lines = list(PBT_HEADER)
+    best_fixed = -np.inf
+    for name in fixed:
+        by_rate = lambda group: float(group.label.rsplit("=", 1)[-1])  # noqa: E731 (label: "ppo system.actor_lr=1e-05")
+        for group in sorted(runs.group_runs(runs.load_runs([os.path.join(root, name)])), key=by_rate):
+            logged = summarized(group, target)
+            best_fixed = max(best_fixed, max(logged.final.returns) if logged.final else -np.inf)
+            lines.append(_pbt_row(f"fixed {group.label.split(' ', 1)[-1]}", group, logged, reps))
+    run_bests = []
+    for name in pbt_runs:
+        (group,) = runs.group_runs(runs.load_runs([os.path.join(root, name)]))
+        logged = summarized(group, target)
+        if logged.final is None:
+            raise ConfigError(f"{os.path.join(root, name)}: no final returns logged; re-run the benchmark")
+        run_bests.append(max(logged.final.returns))
+        lines.append(_pbt_row(f"PBT run {name[len('pbt_'):]} (actor_lr in [1e-5, 1e-1])", group, logged, reps))
+    best = statistics.iqm_estimate(np.asarray(run_bests), "PBT runs' best finals", reps)
+    met = sum(value >= best_fixed for value in run_bests)
+    lines.append(_row([f"PBT, {len(run_bests)} runs (each its best member's final)", "—", "—",
+                       _shown(best, 1), "—", "—", ", ".join(f"{value:.1f}" for value in run_bests), "—", "—"]))
+    verdict = (f"Check: each PBT run's best final return ≥ the best fixed member's ({best_fixed:.1f}): "
+               + ("met" if met == len(run_bests) else "**MISSED**") + f" in {met} of {len(run_bests)} runs.")
+    return "\n".join([*lines, "", verdict])
+
+
+def _pbt_row(arm: str, group: runs.Group, logged: Population, reps: int) -> str:
+    best = f"{max(logged.final.returns):.1f}" if logged.final else "not logged"
+    return _row([arm, _seed_range(group.seed_numbers), f"{group.steps_per_seed:,}", *_population_cells(logged, reps),
+                 best, _seconds(group.wall_seconds), group.started or "?"])
