@@ -113,11 +113,12 @@ def initial_state(learner_state: LearnerState, values: Mapping[str, float], firs
     """A member's fresh PBTState around its fresh learner state (leaves leading with its devices' axis)."""
     num_devices = jax.tree_util.tree_leaves(learner_state)[0].shape[0]
     population_key = host_keys.fold_in(host_keys.seed_key(first_seed), POPULATION_STREAM)
-    per_device = lambda value, dtype: np.full((num_devices,), value, dtype)  # noqa: E731
+    # placed as device arrays, as a learner state's leaves are (a copy of a few numbers: no program runs)
+    per_device = lambda value, dtype: jnp.asarray(np.full((num_devices,), value, dtype))  # noqa: E731
     return PBTState(learner=learner_state,
                     hyperparams={name: per_device(value, np.float32) for name, value in values.items()},
                     fitness=per_device(-np.inf, np.float32),
-                    key=np.broadcast_to(np.asarray(population_key, np.uint32), (num_devices, 2)).copy(),
+                    key=jnp.asarray(np.broadcast_to(np.asarray(population_key, np.uint32), (num_devices, 2))),
                     updates_done=per_device(0, np.int32))
 
 
