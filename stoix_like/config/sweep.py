@@ -71,10 +71,11 @@ def members(config: DictConfig) -> List[Member]:
 
 
 def single_run_config(config: DictConfig, values: Dict[str, float], seed: int) -> DictConfig:
-    """The config of the single run a member stands for (a copy: the sweep's own config is left as it is)."""
+    """The config of the single run a member stands for (a copy: the sweep's own config is left as it is). A PBT
+    population's member (no `sweep` block) is set up from the same: its seed and starting values."""
     single = copy.deepcopy(config)
     with open_dict(single):
-        del single["sweep"]
+        single.pop("sweep", None)
         for name, value in values.items():
             single.system[name] = value
         single.arch.seed = seed

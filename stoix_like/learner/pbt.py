@@ -30,7 +30,7 @@ from typing import Callable, Dict, List, Mapping, NamedTuple, Sequence, Tuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig
 
 from stoix_like.errors import ConfigError
 from stoix_like.learner import hyperparams
@@ -80,23 +80,12 @@ def _draw(uniform: jax.Array | np.ndarray, low: float, high: float) -> jax.Array
 def initial_values(config: DictConfig, seeds: Sequence[int]) -> List[Dict[str, float]]:
     """Each member's starting values, drawn on the host from its seed: member k starts the same in every run that
     gives it the same seed and ranges."""
+    ranges = ranges_of(config)
     values = []
     for seed in seeds:
-        uniform = np.random.default_rng([POPULATION_STREAM, int(seed)]).random(len(ranges_of(config)))
-        values.append({name: float(np.float32(_draw(u, *bounds)))
-                       for u, (name, bounds) in zip(uniform, ranges_of(config).items())})
+        uniform = np.random.default_rng([POPULATION_STREAM, int(seed)]).random(len(ranges))
+        values.append({name: float(np.float32(_draw(u, *bounds))) for u, (name, bounds) in zip(uniform, ranges.items())})
     return values
-
-
-def member_config(config: DictConfig, values: Mapping[str, float], seed: int) -> DictConfig:
-    """The config member `seed` is set up from: the run's, with its starting values and its seed (a copy)."""
-    member = config.copy()
-    with open_dict(member):
-        for name, value in values.items():
-            member.system[name] = value
-        member.arch.seed = seed
-        member.arch.num_seeds = 1
-    return member
 
 
 def check_interval(config: DictConfig, updates_per_call: int) -> None:

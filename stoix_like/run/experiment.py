@@ -260,7 +260,7 @@ def set_up(learner_setup: LearnerSetup, train_env: envs_lib.Environment, config:
     the run with its seed and starting values, and its state carries its values (pbt.PBTState)."""
     starting_values = pbt.initial_values(config, seeds) if pbt.enabled(config) else []
     configs = ([member.config for member in members]
-               or [pbt.member_config(config, values, seed) for values, seed in zip(starting_values, seeds)]
+               or [sweep.single_run_config(config, values, seed) for values, seed in zip(starting_values, seeds)]
                or [config] * len(seeds))
     setups, eval_keys = [], []
     with hyperparams.sweeping(frozenset(sweep.swept_values(config)) | frozenset(pbt.ranges_of(config))):
