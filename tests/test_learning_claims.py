@@ -136,6 +136,21 @@ def test_readme_s_continuous_control_table_is_what_the_committed_logs_render(lea
         "benchmarks/learning_table.py --from-logs`")
 
 
+def test_ours_beside_a_peer_is_judged_on_the_final_iqm_and_the_wall_time():
+    from stoix_like.report.learning_table import side_by_side
+    from stoix_like.report.statistics import Estimate
+
+    peer = Estimate(3000.0, 2500.0, 3500.0)
+    assert side_by_side(Estimate(3100.0, 2900.0, 3300.0), peer, 100.0, 200.0) == \
+        "ours against it: met: our final IQM ≥ its; met: our wall time 0.50× its"
+    overlapping = side_by_side(Estimate(2600.0, 2200.0, 2600.0), peer, 300.0, 200.0)
+    assert overlapping == ("ours against it: met at worst: our final IQM 400 lower, the intervals overlap; "
+                           "**MISSED**: our wall time 1.50× its")
+    assert "**MISSED**: our final IQM lower, the intervals apart" in side_by_side(
+        Estimate(2000.0, 1900.0, 2400.0), peer, 100.0, 200.0)
+    assert "our final returns are not logged" in side_by_side(None, peer, 100.0, 200.0)
+
+
 def test_readme_s_pbt_table_is_what_the_committed_logs_render(learning_table_cli):
     assert learning_table_cli.readme_table(learning_table_cli.PBT_BLOCK) == learning_table_cli.rendered_pbt_table(), (
         "README.md's PBT table is not what docs/results/pbt renders: run `python benchmarks/learning_table.py "

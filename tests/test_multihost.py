@@ -1,6 +1,7 @@
 """Many hosts, for real on one machine: two processes on 127.0.0.1 with gloo CPU collectives and two forced
 CPU devices each train one PPO run together. Both end with identical params, the global step count is the
-budget, and only process 0 writes logs and checkpoints (the whole state of all four devices).
+budget, and only process 0 writes logs and checkpoints (the whole state of all four devices). A PBT population
+is ranked over both processes' devices, and both make the same copies.
 
 The same run repeated beside CPU-burning processes never deadlocks and gives the same params every time; a
 run whose peer is killed ends within bounded time with one line naming the process and the stage it waited in.
@@ -51,7 +52,7 @@ config = compose_config("ppo", RUN + ["arch.coordinator_address=127.0.0.1:" + po
 result = experiment.train(config, ppo.learner_setup, "ppo")
 state = jax.device_get(result.learner_state)
 np.savez(work + "/state_" + str(process_id) + ".npz", **flat(state))
-np.savez(work + "/params_" + str(process_id) + ".npz", **flat(state.params))
+np.savez(work + "/params_" + str(process_id) + ".npz", **flat(getattr(state, "learner", state).params))  # PBT wraps it
 print("RESULT " + json.dumps(dict(steps=result.steps_done, devices=jax.device_count(),
                                   local_devices=jax.local_device_count(), processes=jax.process_count())))
 """
@@ -155,6 +156,30 @@ def test_two_processes_resume_to_the_uninterrupted_params(tmp_path, compilation_
         assert params.keys() == expected[i].keys()
         for path, leaf in expected[i].items():
             np.testing.assert_array_equal(params[path], leaf)
+
+
+def test_two_processes_rank_one_pbt_population_and_copy_alike(tmp_path, compilation_cache_dir):
+    """PBT's ranking spans the processes: a member's fitness is summed over all four devices, so both processes
+    copy the same members with the same new values, and every device of both ends with the same params."""
+    # 4 members; 2 learn calls of 4 updates × 8 steps each (CartPole's random episodes end within them), PBT after each
+    pbt = ["arch.num_seeds=4", f"arch.total_timesteps={4 * TOTAL}", "arch.pbt.interval=4",
+           "arch.pbt.ranges.actor_lr=[1e-4,1e-2]"]
+    processes = start_pair(tmp_path, compilation_cache_dir, pbt)
+    outputs = finish_pair(tmp_path, processes)
+    for process, (stdout, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stdout + stderr
+    assert "pbt at step" in outputs[0][0] and "pbt at step" not in outputs[1][0]  # lineage: process 0 announces it
+    params = [dict(np.load(tmp_path / f"params_{i}.npz")) for i in range(2)]
+    states = [dict(np.load(tmp_path / f"state_{i}.npz")) for i in range(2)]
+    ranked = [path for path in states[0] if path.startswith(("hyperparams", "fitness"))]
+    assert len(ranked) == 2 and params[0].keys() == params[1].keys() and len(params[0]) > 0
+    for first, second in ((params[0], params[1]), ({path: states[0][path] for path in ranked},
+                                                   {path: states[1][path] for path in ranked})):
+        for path, leaf in first.items():
+            assert leaf.shape[:2] == (2, 4), (path, leaf.shape)  # (local devices, members)
+            np.testing.assert_array_equal(leaf, second[path])  # the same in both processes
+            np.testing.assert_array_equal(leaf[0], leaf[1])  # and in both devices of each
+    assert len(np.unique(states[0]["hyperparams.actor_lr"][0])) > 1  # the members train with their own values
 
 
 @pytest.mark.slow

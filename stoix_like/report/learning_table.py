@@ -242,17 +242,40 @@ def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> 
             logged = summarized(group, target)
             seeds = group.seed_numbers
             misses = _misses(target, logged)
+            ours_final = None if logged.final is None else statistics.iqm_estimate(
+                np.asarray(logged.final.returns), f"{group.label} final", reps)
             bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
             lines.append(_row([env, f"ours ({algorithm})", _seed_range(seeds), f"{group.steps_per_seed:,}",
                                *_population_cells(logged, reps),
                                ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
                                _seconds(group.wall_seconds), group.started or "?"]))
             lines.append(_peer_row(os.path.join(folder, f"brax_{name[len('ours_'):]}.json"), env, seeds, target,
-                                   group.steps_per_seed, reps))
+                                   group.steps_per_seed, reps, ours_final, group.wall_seconds))
     return "\n".join(lines)
 
 
-def _peer_row(path: str, env: str, seeds: List[int], target: LearningTarget, steps_per_seed: int, reps: int) -> str:
+def side_by_side(ours: Optional[Estimate], peer: Estimate, ours_wall: Optional[float], peer_wall: float) -> str:
+    """The issue's judgement of ours against a peer on the same seeds and budget: our final-return IQM at or above
+    the peer's (at worst, the two 95% intervals overlap), in no more than the peer's wall time."""
+    if ours is None:
+        learning = "**MISSED**: our final returns are not logged"
+    elif ours.point >= peer.point:
+        learning = "met: our final IQM ≥ its"
+    elif ours.high >= peer.low:
+        learning = f"met at worst: our final IQM {peer.point - ours.point:.0f} lower, the intervals overlap"
+    else:
+        learning = "**MISSED**: our final IQM lower, the intervals apart"
+    if ours_wall is None:
+        timing = "**MISSED**: our wall time is not logged"
+    elif ours_wall <= peer_wall:
+        timing = f"met: our wall time {ours_wall / peer_wall:.2f}× its"
+    else:
+        timing = f"**MISSED**: our wall time {ours_wall / peer_wall:.2f}× its"
+    return f"ours against it: {learning}; {timing}"
+
+
+def _peer_row(path: str, env: str, seeds: List[int], target: LearningTarget, steps_per_seed: int, reps: int,
+              ours_final: Optional[Estimate], ours_wall: Optional[float]) -> str:
     if not os.path.exists(path):
         return _row([env, BRAX_PEER, _seed_range(seeds), f"{steps_per_seed:,}", "not yet run", "not yet run", "—",
                      f"peer not yet run: `python benchmarks/brax_learning_peer.py --task {env.split('/')[-1]} "
@@ -268,11 +291,12 @@ def _peer_row(path: str, env: str, seeds: List[int], target: LearningTarget, ste
     final = population.summarize(peer["final"], seeds, target.solved_return)
     absolute = population.summarize(peer["absolute"], seeds, target.solved_return)
     digits = _digits(absolute.returns)
-    shown = [_shown(statistics.iqm_estimate(np.asarray(returns), f"brax {label}", reps), digits)
-             for label, returns in (("final", peer["final"]), ("absolute", peer["absolute"]))]
-    return _row([env, BRAX_PEER, _seed_range(seeds), f"{steps_per_seed:,}", *shown,
-                 f"{_solved(final)}, {_solved(absolute)}", "peer (not judged)", _seconds(peer["wall_seconds"]),
-                 peer["date"]])
+    estimates = [statistics.iqm_estimate(np.asarray(returns), f"brax {label}", reps)
+                 for label, returns in (("final", peer["final"]), ("absolute", peer["absolute"]))]
+    return _row([env, BRAX_PEER, _seed_range(seeds), f"{steps_per_seed:,}",
+                 *[_shown(estimate, digits) for estimate in estimates], f"{_solved(final)}, {_solved(absolute)}",
+                 side_by_side(ours_final, estimates[0], ours_wall, peer["wall_seconds"]),
+                 _seconds(peer["wall_seconds"]), peer["date"]])
 
 
 def _seed_range(seeds: List[int]) -> str:
