@@ -197,6 +197,7 @@ def main() -> None:
         reused = reused_seeds(args.reuse, config) if args.reuse else {}
         result = run_brax(config, seeds, reused)
         result.update(seeds=seeds, total_timesteps=int(config.arch.total_timesteps), date=time.strftime("%Y-%m-%d"))
+        os.makedirs(out_dir, exist_ok=True)  # a brax-only first run of a task: ours made no folder for it
         with open(os.path.join(out_dir, f"brax_{args.first_seed}.json"), "w") as file:
             json.dump(result, file, indent=1)
     from stoix_like.report.learning_table import continuous_control_table
