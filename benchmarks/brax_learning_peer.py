@@ -187,6 +187,7 @@ def main() -> None:
     if args.reuse and not os.path.exists(args.reuse):
         parser.error(f"--reuse {args.reuse}: no such file")
     out_dir = os.path.join(RESULTS, "ppo", args.task)
+    os.makedirs(out_dir, exist_ok=True)  # either side may be a task's first: brax's writes no folder of its own
     ours_dir = os.path.join(out_dir, f"ours_{args.first_seed}")
     seeds = list(range(args.first_seed, args.first_seed + args.num_seeds))
     config = composed(args.task, args.first_seed, args.num_seeds, os.path.relpath(ours_dir))
@@ -197,7 +198,6 @@ def main() -> None:
         reused = reused_seeds(args.reuse, config) if args.reuse else {}
         result = run_brax(config, seeds, reused)
         result.update(seeds=seeds, total_timesteps=int(config.arch.total_timesteps), date=time.strftime("%Y-%m-%d"))
-        os.makedirs(out_dir, exist_ok=True)  # a brax-only first run of a task: ours made no folder for it
         with open(os.path.join(out_dir, f"brax_{args.first_seed}.json"), "w") as file:
             json.dump(result, file, indent=1)
     from stoix_like.report.learning_table import continuous_control_table

@@ -112,14 +112,22 @@ def _check_seeds(algorithm: str, target: LearningTarget, logged: Population, fir
                           f"population is {wanted[0]}..{wanted[-1]}")
 
 
-def _population_cells(logged: Population, reps: int) -> List[str]:
-    """final IQM [CI], absolute IQM [CI], solved (final, absolute)."""
+def final_estimate(logged: Population, reps: int) -> Optional[Estimate]:
+    """The IQM of a population's final-params returns and its interval; None where they are not logged."""
+    if logged.final is None:
+        return None
+    return statistics.iqm_estimate(np.asarray(logged.final.returns), f"{logged.group.label} final", reps)
+
+
+def _population_cells(logged: Population, reps: int, final: Optional[Estimate] = None) -> List[str]:
+    """final IQM [CI], absolute IQM [CI], solved (final, absolute). `final`: final_estimate's, where the caller
+    already has it."""
     digits = _digits(logged.absolute.returns)
     absolute = statistics.iqm_estimate(logged.group.absolute_returns(), f"{logged.group.label} absolute", reps)
-    if logged.final is None:
+    final = final or final_estimate(logged, reps)
+    if logged.final is None or final is None:
         final_cell, final_solved = "not logged", "—"
     else:
-        final = statistics.iqm_estimate(np.asarray(logged.final.returns), f"{logged.group.label} final", reps)
         final_cell, final_solved = _shown(final, digits), _solved(logged.final)
     return [final_cell, _shown(absolute, digits), f"{final_solved}, {_solved(logged.absolute)}"]
 
@@ -242,11 +250,10 @@ def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> 
             logged = summarized(group, target)
             seeds = group.seed_numbers
             misses = _misses(target, logged)
-            ours_final = None if logged.final is None else statistics.iqm_estimate(
-                np.asarray(logged.final.returns), f"{group.label} final", reps)
+            ours_final = final_estimate(logged, reps)
             bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
             lines.append(_row([env, f"ours ({algorithm})", _seed_range(seeds), f"{group.steps_per_seed:,}",
-                               *_population_cells(logged, reps),
+                               *_population_cells(logged, reps, ours_final),
                                ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
                                _seconds(group.wall_seconds), group.started or "?"]))
             lines.append(_peer_row(os.path.join(folder, f"brax_{name[len('ours_'):]}.json"), env, seeds, target,
