@@ -91,10 +91,12 @@ def our_overrides(task: str, first_seed: int, num_seeds: int, log_dir: str, smok
 
 class EvaluationClock:
     """Passes the console through, and notes the seconds since the program started at which each evaluation's
-    first `[eval ...] step N` line is printed (the seeds of one program are evaluated together)."""
+    first `[eval ...] step N` line is printed (the seeds of one program are evaluated together). Each new stamp is
+    also written to `path` at once: a lease's limit can cut the program before its end (the 2026-11-29 lease cut
+    ant's in the final re-evaluations and lost the stamps it held only in memory)."""
 
-    def __init__(self, stream, start: float):
-        self.stream, self.start, self._line = stream, start, ""
+    def __init__(self, stream, start: float, path: str):
+        self.stream, self.start, self.path, self._line = stream, start, path, ""
         self.seconds_at_step: Dict[int, float] = {}
 
     def write(self, text: str) -> int:
@@ -103,7 +105,10 @@ class EvaluationClock:
             line, self._line = self._line.split("\n", 1)
             if line.startswith("[eval"):
                 step = int(line.split("] step ", 1)[1].split()[0].replace(",", ""))
-                self.seconds_at_step.setdefault(step, round(time.perf_counter() - self.start, 2))
+                if step not in self.seconds_at_step:
+                    self.seconds_at_step[step] = round(time.perf_counter() - self.start, 2)
+                    with open(self.path, "w") as file:
+                        json.dump(self.seconds_at_step, file)
         return self.stream.write(text)
 
     def flush(self) -> None:
@@ -122,7 +127,7 @@ def run_ours(task: str, first_seed: int, num_seeds: int, out: str, smoke: bool) 
     log_dir = os.path.join(out, f"ours_{task}")
     overrides = our_overrides(task, first_seed, num_seeds, log_dir, smoke)
     config = compose_config("ppo", overrides)
-    clock = EvaluationClock(sys.stdout, start)
+    clock = EvaluationClock(sys.stdout, start, os.path.join(out, f"{task}_ours_clock.json"))
     sys.stdout = clock
     try:
         experiment.train(config, system_module("ppo").learner_setup, "ppo")

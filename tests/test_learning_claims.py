@@ -136,6 +136,34 @@ def test_readme_s_continuous_control_table_is_what_the_committed_logs_render(lea
         "benchmarks/learning_table.py --from-logs`")
 
 
+def test_readme_s_gpu_brax_table_is_what_the_lease_s_logs_render(learning_table_cli):
+    assert learning_table_cli.readme_table(learning_table_cli.GPU_BRAX_BLOCK) == \
+        learning_table_cli.rendered_gpu_brax_table(), (
+        "README.md's GPU brax table is not what docs/results/gpu/brax_ppo renders: run `python "
+        "benchmarks/learning_table.py --from-logs`")
+
+
+def test_the_gpu_brax_table_reads_how_far_a_cut_run_got_and_refuses_a_seed_logged_twice(learning_table_cli,
+                                                                                          tmp_path):
+    import shutil
+
+    from stoix_like.report.gpu_budget_table import gpu_budget_table
+
+    source = pathlib.Path(learning_table_cli.GPU_BRAX) / "ant"
+    task = tmp_path / "ant"
+    shutil.copytree(source / "ours_1001", task / "ours_1001")
+    table = gpu_budget_table(str(tmp_path), reps=200)
+    assert "no brax run in this lease" in table and "re-evaluated for 6 of 8 seeds" in table
+    shutil.copy(source / "brax_1001.json", task / "brax_1001.json")
+    assert "evaluation 7 of 10" in gpu_budget_table(str(tmp_path), reps=200)
+    shutil.copy(source / "brax_1001.json", task / "brax_1001_again.json")
+    with pytest.raises(ConfigError, match="brax seed 1001 is logged twice"):
+        gpu_budget_table(str(tmp_path), reps=200)
+    shutil.rmtree(task / "ours_1001")
+    with pytest.raises(ConfigError, match="no run of ours"):
+        gpu_budget_table(str(tmp_path), reps=200)
+
+
 def test_ours_beside_a_peer_is_judged_on_the_final_iqm_and_the_wall_time():
     from stoix_like.report.learning_table import side_by_side
     from stoix_like.report.statistics import Estimate
