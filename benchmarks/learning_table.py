@@ -211,8 +211,8 @@ def render_into_readme(command: str) -> int:
     update_readme(rendered_gpu_brax_table(), GPU_BRAX_BLOCK)
     print(f"README.md: learning table rendered from {os.path.relpath(RUNS, REPO_ROOT)} and "
           f"{os.path.relpath(UNTUNED, REPO_ROOT)}, Sebulba's from {os.path.relpath(SEBULBA, REPO_ROOT)}, continuous "
-          f"control's from {os.path.relpath(BRAX_PEER, REPO_ROOT)}, PBT's from {os.path.relpath(PBT_RESULTS, REPO_ROOT)}, "
-          f"the GPU's brax table from {os.path.relpath(GPU_BRAX, REPO_ROOT)}")
+          f"control's from {os.path.relpath(BRAX_PEER, REPO_ROOT)}, PBT's from "
+          f"{os.path.relpath(PBT_RESULTS, REPO_ROOT)}, the GPU's brax table from {os.path.relpath(GPU_BRAX, REPO_ROOT)}")
     return 0
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from stoix_like.errors import ConfigError
 from stoix_like.report import runs, statistics
+from stoix_like.report.learning_table import seed_range, table_row
 
 HEADER = [
     "| task | trainer | seeds | steps per seed | last evaluation IQM [95% CI] | best evaluation IQM [95% CI] "
@@ -87,7 +88,7 @@ def _ours_row(task: str, group: runs.Group, ours_dir: str, steps: np.ndarray, re
         reached = (f"not reached (last IQM {iqms[-1]:.1f} < {reference.point:.1f})" if first is None else
                    f"evaluation {first + 1} of {len(iqms)}, {int(steps[first]):,} steps per seed "
                    f"(IQM {iqms[first]:.1f} ≥ {reference.point:.1f})")
-    return _row([f"brax/{task}", "ours (ppo)", _seed_range(seeds), f"{int(done):,}{cut}", _shown(last),
+    return table_row([f"brax/{task}", "ours (ppo)", seed_range(seeds), f"{int(done):,}{cut}", _shown(last),
                  _shown(best), speed_cell, wall, reached])
 
 
@@ -97,7 +98,7 @@ def _brax_row(task: str, brax: Dict[str, list], reps: int) -> str:
     speeds = [(curve[-1][0] - curve[2][0]) / (curve[-1][2] - curve[2][2]) for curve in brax["evaluations"]]
     walls = brax["wall_seconds_per_seed"]
     steps = brax["evaluations"][0][-1][0]
-    return _row([f"brax/{task}", "brax.training PPO (notebook recipe)", _seed_range(brax["seeds"]), f"{steps:,}",
+    return table_row([f"brax/{task}", "brax.training PPO (notebook recipe)", seed_range(brax["seeds"]), f"{steps:,}",
                  _shown(_iqm(finals, reps)), _shown(_iqm(bests, reps)),
                  f"{np.median(speeds):,.0f} per seed, one seed at a time (median over seeds)",
                  f"{sum(walls):.0f} s for {len(walls)} seeds ({min(walls):.0f}-{max(walls):.0f} s each, "
@@ -139,11 +140,3 @@ def _iqm(returns: np.ndarray, reps: int) -> statistics.Estimate:
 
 def _shown(estimate: statistics.Estimate) -> str:
     return f"{estimate.point:.1f} [{estimate.low:.1f}, {estimate.high:.1f}]"
-
-
-def _seed_range(seeds: List[int]) -> str:
-    return f"{len(seeds)} ({seeds[0]}..{seeds[-1]})"
-
-
-def _row(cells: List[str]) -> str:
-    return "| " + " | ".join(cells) + " |"

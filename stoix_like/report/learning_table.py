@@ -252,10 +252,10 @@ def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> 
             misses = _misses(target, logged)
             ours_final = final_estimate(logged, reps)
             bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
-            lines.append(_row([env, f"ours ({algorithm})", _seed_range(seeds), f"{group.steps_per_seed:,}",
-                               *_population_cells(logged, reps, ours_final),
-                               ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
-                               _seconds(group.wall_seconds), group.started or "?"]))
+            lines.append(table_row([env, f"ours ({algorithm})", seed_range(seeds), f"{group.steps_per_seed:,}",
+                                    *_population_cells(logged, reps, ours_final),
+                                    ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
+                                    _seconds(group.wall_seconds), group.started or "?"]))
             lines.append(_peer_row(os.path.join(folder, f"brax_{name[len('ours_'):]}.json"), env, seeds, target,
                                    group.steps_per_seed, reps, ours_final, group.wall_seconds))
     return "\n".join(lines)
@@ -284,10 +284,10 @@ def side_by_side(ours: Optional[Estimate], peer: Estimate, ours_wall: Optional[f
 def _peer_row(path: str, env: str, seeds: List[int], target: LearningTarget, steps_per_seed: int, reps: int,
               ours_final: Optional[Estimate], ours_wall: Optional[float]) -> str:
     if not os.path.exists(path):
-        return _row([env, BRAX_PEER, _seed_range(seeds), f"{steps_per_seed:,}", "not yet run", "not yet run", "—",
-                     f"peer not yet run: `python benchmarks/brax_learning_peer.py --task {env.split('/')[-1]} "
-                     f"--side brax --first-seed {seeds[0]} --num-seeds {len(seeds)}`",
-                     "—", "—"])
+        return table_row([env, BRAX_PEER, seed_range(seeds), f"{steps_per_seed:,}", "not yet run", "not yet run", "—",
+                          f"peer not yet run: `python benchmarks/brax_learning_peer.py --task {env.split('/')[-1]} "
+                          f"--side brax --first-seed {seeds[0]} --num-seeds {len(seeds)}`",
+                          "—", "—"])
     import json
 
     with open(path) as file:
@@ -300,17 +300,17 @@ def _peer_row(path: str, env: str, seeds: List[int], target: LearningTarget, ste
     digits = _digits(absolute.returns)
     estimates = [statistics.iqm_estimate(np.asarray(returns), f"brax {label}", reps)
                  for label, returns in (("final", peer["final"]), ("absolute", peer["absolute"]))]
-    return _row([env, BRAX_PEER, _seed_range(seeds), f"{steps_per_seed:,}",
-                 *[_shown(estimate, digits) for estimate in estimates], f"{_solved(final)}, {_solved(absolute)}",
-                 side_by_side(ours_final, estimates[0], ours_wall, peer["wall_seconds"]),
-                 _seconds(peer["wall_seconds"]), peer["date"]])
+    return table_row([env, BRAX_PEER, seed_range(seeds), f"{steps_per_seed:,}",
+                      *[_shown(estimate, digits) for estimate in estimates], f"{_solved(final)}, {_solved(absolute)}",
+                      side_by_side(ours_final, estimates[0], ours_wall, peer["wall_seconds"]),
+                      _seconds(peer["wall_seconds"]), peer["date"]])
 
 
-def _seed_range(seeds: List[int]) -> str:
+def seed_range(seeds: List[int]) -> str:
     return f"{len(seeds)} ({seeds[0]}..{seeds[-1]})"
 
 
-def _row(cells: Sequence[str]) -> str:
+def table_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
@@ -351,8 +351,9 @@ def pbt_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
         lines.append(_pbt_row(f"PBT run {name[len('pbt_'):]} (actor_lr in [1e-5, 1e-1])", group, logged, reps))
     best = statistics.iqm_estimate(np.asarray(run_bests), "PBT runs' best finals", reps)
     met = sum(value >= best_fixed for value in run_bests)
-    lines.append(_row([f"PBT, {len(run_bests)} runs (each its best member's final)", "—", "—",
-                       _shown(best, 1), "—", "—", ", ".join(f"{value:.1f}" for value in run_bests), "—", "—"]))
+    lines.append(table_row([f"PBT, {len(run_bests)} runs (each its best member's final)", "—", "—",
+                            _shown(best, 1), "—", "—", ", ".join(f"{value:.1f}" for value in run_bests), "—",
+                            "—"]))
     verdict = (f"Check: each PBT run's best final return ≥ the best fixed member's ({best_fixed:.1f}): "
                + ("met" if met == len(run_bests) else "**MISSED**") + f" in {met} of {len(run_bests)} runs.")
     return "\n".join([*lines, "", verdict])
@@ -360,5 +361,5 @@ def pbt_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
 
 def _pbt_row(arm: str, group: runs.Group, logged: Population, reps: int) -> str:
     best = f"{max(logged.final.returns):.1f}" if logged.final else "not logged"
-    return _row([arm, _seed_range(group.seed_numbers), f"{group.steps_per_seed:,}", *_population_cells(logged, reps),
-                 best, _seconds(group.wall_seconds), group.started or "?"])
+    return table_row([arm, seed_range(group.seed_numbers), f"{group.steps_per_seed:,}",
+                      *_population_cells(logged, reps), best, _seconds(group.wall_seconds), group.started or "?"])
