@@ -31,16 +31,19 @@ class GymnaxFiveTupleStep:
         return obs, state, reward, terminated | truncated, info
 
 
-def rejax_algorithm(algo_cls_name: str, config: Dict[str, Any]):
-    """rejax's `algo_cls_name` (e.g. "PPO", "DQN", "PQN") on gymnax CartPole-v1 with `config`, its evaluations
-    during training switched off: learning is timed alone, as ours is, and the final policy evaluated afterwards."""
+def rejax_algorithm(algo_cls_name: str, config: Dict[str, Any], env_name: str = "CartPole-v1",
+                    evaluations: bool = False):
+    """rejax's `algo_cls_name` (e.g. "PPO", "DQN", "PQN") on the gymnax env `env_name` with `config`. Without
+    `evaluations` its evaluations during training are switched off: learning is timed alone, as ours is, and the
+    final policy evaluated afterwards. With them, rejax's own evaluator (128 episodes every `eval_freq` steps) runs
+    inside its program, as in a user's run of it."""
     import gymnax
     import rejax
 
-    env, env_params = gymnax.make("CartPole-v1")
+    env, env_params = gymnax.make(env_name)
     algo = getattr(rejax, algo_cls_name).create(env=GymnaxFiveTupleStep(env), env_params=env_params,
-                                                skip_initial_evaluation=True, **config)
-    return algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
+                                                skip_initial_evaluation=not evaluations, **config)
+    return algo if evaluations else algo.replace(eval_callback=lambda algo, train_state, key: jnp.zeros(()))
 
 
 class RejaxLearning:

@@ -225,22 +225,46 @@ CONTINUOUS_HEADER = [
     "| task | trainer | seeds | steps per seed | final IQM [95% CI] | absolute IQM [95% CI] "
     "| solved: final, absolute | target | wall time | logged |",
     "|---|---|---|---|---|---|---|---|---|---|"]
-BRAX_PEER = "brax.training PPO (absolute: its best evaluation)"
+class Peer(NamedTuple):
+    """Another project's trainer beside ours: its rows' label, the prefix of its result files in a task's folder
+    (`<prefix>_<first seed>.json`, beside ours' `ours_<first seed>/`), and the benchmark that writes both."""
+
+    label: str
+    prefix: str
+    benchmark: str  # `python <benchmark> --task <task>` runs both sides
+
+
+BRAX = Peer("brax.training PPO (absolute: its best evaluation)", "brax", "benchmarks/brax_learning_peer.py")
+REJAX = Peer("rejax PPO (absolute: its best evaluation)", "rejax", "benchmarks/minatar_rejax_peer.py")
 
 
 def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
-    """Ours and brax's trainer, a row each per logged population of every brax target (ConfigError for a target
-    without one)."""
+    """Ours and brax's trainer on every brax target (ConfigError for a target without a logged population)."""
     from stoix_like.claims.learning_targets import BRAX_TARGETS
 
+    return peer_table(root, BRAX_TARGETS, BRAX, reps)
+
+
+def pixels_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
+    """Ours and rejax's PPO on every MinAtar target (ConfigError for a target without a logged population)."""
+    from stoix_like.claims.learning_targets import MINATAR_TARGETS
+
+    return peer_table(root, MINATAR_TARGETS, REJAX, reps)
+
+
+def peer_table(root: str, targets: Dict[RowKey, LearningTarget], peer: Peer,
+               reps: int = statistics.DEFAULT_REPS) -> str:
+    """Ours and `peer`, a row each per logged population of every target (ConfigError for a target without
+    one), judged by `side_by_side`."""
     lines = list(CONTINUOUS_HEADER)
-    for (algorithm, env), target in BRAX_TARGETS.items():
-        folder = os.path.join(root, algorithm, env.split("/")[-1])
+    for (algorithm, env), target in targets.items():
+        task = env.split("/")[-1]
+        folder = os.path.join(root, algorithm, task)
         populations = sorted(name for name in os.listdir(folder) if name.startswith("ours_")) \
             if os.path.isdir(folder) else []
         if not populations:
             raise ConfigError(f"no logged population for {algorithm} on {env} under {folder}: run `python "
-                              f"benchmarks/brax_learning_peer.py --task {env.split('/')[-1]}`")
+                              f"{peer.benchmark} --task {task}`")
         for name in populations:
             (group,) = runs.group_runs(runs.load_runs([os.path.join(folder, name)]))
             unfinished = [run.directory for run in group.runs if (run.record or {}).get("status") != "done"]
@@ -256,8 +280,8 @@ def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> 
                                     *_population_cells(logged, reps, ours_final),
                                     ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
                                     _seconds(group.wall_seconds), group.started or "?"]))
-            lines.append(_peer_row(os.path.join(folder, f"brax_{name[len('ours_'):]}.json"), env, seeds, target,
-                                   group.steps_per_seed, reps, ours_final, group.wall_seconds))
+            lines.append(_peer_row(peer, os.path.join(folder, f"{peer.prefix}_{name[len('ours_'):]}.json"), env,
+                                   seeds, target, group.steps_per_seed, reps, ours_final, group.wall_seconds))
     return "\n".join(lines)
 
 
@@ -281,29 +305,29 @@ def side_by_side(ours: Optional[Estimate], peer: Estimate, ours_wall: Optional[f
     return f"ours against it: {learning}; {timing}"
 
 
-def _peer_row(path: str, env: str, seeds: List[int], target: LearningTarget, steps_per_seed: int, reps: int,
-              ours_final: Optional[Estimate], ours_wall: Optional[float]) -> str:
+def _peer_row(peer: Peer, path: str, env: str, seeds: List[int], target: LearningTarget, steps_per_seed: int,
+              reps: int, ours_final: Optional[Estimate], ours_wall: Optional[float]) -> str:
     if not os.path.exists(path):
-        return table_row([env, BRAX_PEER, seed_range(seeds), f"{steps_per_seed:,}", "not yet run", "not yet run", "—",
-                          f"peer not yet run: `python benchmarks/brax_learning_peer.py --task {env.split('/')[-1]} "
-                          f"--side brax --first-seed {seeds[0]} --num-seeds {len(seeds)}`",
+        return table_row([env, peer.label, seed_range(seeds), f"{steps_per_seed:,}", "not yet run", "not yet run",
+                          "—", f"peer not yet run: `python {peer.benchmark} --task {env.split('/')[-1]} "
+                          f"--side {peer.prefix} --first-seed {seeds[0]} --num-seeds {len(seeds)}`",
                           "—", "—"])
     import json
 
     with open(path) as file:
-        peer = json.load(file)
-    if peer["seeds"] != seeds or peer["total_timesteps"] != steps_per_seed:
-        raise ConfigError(f"{path}: seeds {peer['seeds']} at {peer['total_timesteps']:,} steps, but ours ran "
+        result = json.load(file)
+    if result["seeds"] != seeds or result["total_timesteps"] != steps_per_seed:
+        raise ConfigError(f"{path}: seeds {result['seeds']} at {result['total_timesteps']:,} steps, but ours ran "
                           f"{seeds} at {steps_per_seed:,}: compare like with like")
-    final = population.summarize(peer["final"], seeds, target.solved_return)
-    absolute = population.summarize(peer["absolute"], seeds, target.solved_return)
+    final = population.summarize(result["final"], seeds, target.solved_return)
+    absolute = population.summarize(result["absolute"], seeds, target.solved_return)
     digits = _digits(absolute.returns)
-    estimates = [statistics.iqm_estimate(np.asarray(returns), f"brax {label}", reps)
-                 for label, returns in (("final", peer["final"]), ("absolute", peer["absolute"]))]
-    return table_row([env, BRAX_PEER, seed_range(seeds), f"{steps_per_seed:,}",
+    estimates = [statistics.iqm_estimate(np.asarray(returns), f"{peer.prefix} {label}", reps)
+                 for label, returns in (("final", result["final"]), ("absolute", result["absolute"]))]
+    return table_row([env, peer.label, seed_range(seeds), f"{steps_per_seed:,}",
                       *[_shown(estimate, digits) for estimate in estimates], f"{_solved(final)}, {_solved(absolute)}",
-                      side_by_side(ours_final, estimates[0], ours_wall, peer["wall_seconds"]),
-                      _seconds(peer["wall_seconds"]), peer["date"]])
+                      side_by_side(ours_final, estimates[0], ours_wall, result["wall_seconds"]),
+                      _seconds(result["wall_seconds"]), result["date"]])
 
 
 def seed_range(seeds: List[int]) -> str:
