@@ -51,6 +51,8 @@ BRAX_PEER = os.path.join(RESULTS, "brax_peer")  # ours beside brax's trainer: be
 CONTINUOUS_BLOCK = "continuous-table"  # README's "Continuous control" table
 PBT_RESULTS = os.path.join(RESULTS, "pbt")  # a fixed learning rate against PBT: benchmarks/pbt_learning_check.py
 PBT_BLOCK = "pbt-table"  # README's PBT table, in "Seeds, sweeps, clusters"
+REJAX_PEER = os.path.join(RESULTS, "rejax_peer")  # ours beside rejax on MinAtar: benchmarks/minatar_rejax_peer.py
+PIXELS_BLOCK = "pixels-table"  # README's "Pixels" table
 GPU_BRAX = os.path.join(RESULTS, "gpu", "brax_ppo")  # brax's published budget in a GPU lease: brax_published_budget.py
 GPU_BRAX_BLOCK = "gpu-brax-table"  # README's brax table in "On a GPU"
 
@@ -92,6 +94,12 @@ def rendered_continuous_table(root: str = BRAX_PEER) -> str:
     from stoix_like.report.learning_table import continuous_control_table
 
     return continuous_control_table(root)
+
+
+def rendered_pixels_table(root: str = REJAX_PEER) -> str:
+    from stoix_like.report.learning_table import pixels_table
+
+    return pixels_table(root)
 
 
 def rendered_gpu_brax_table(root: str = GPU_BRAX) -> str:
@@ -169,6 +177,7 @@ def main() -> int:
         readme_table()  # a README without the table blocks is refused before hours of training
         readme_table(SEBULBA_BLOCK)
         readme_table(GPU_BRAX_BLOCK)
+        readme_table(PIXELS_BLOCK)
     if args.from_logs:
         return render_into_readme("python benchmarks/learning_table.py --from-logs")
     selected = selected_targets(args.algorithms)
@@ -209,10 +218,12 @@ def render_into_readme(command: str) -> int:
     update_readme(rendered_continuous_table(), CONTINUOUS_BLOCK)
     update_readme(rendered_pbt_table(), PBT_BLOCK)
     update_readme(rendered_gpu_brax_table(), GPU_BRAX_BLOCK)
+    update_readme(rendered_pixels_table(), PIXELS_BLOCK)
     print(f"README.md: learning table rendered from {os.path.relpath(RUNS, REPO_ROOT)} and "
           f"{os.path.relpath(UNTUNED, REPO_ROOT)}, Sebulba's from {os.path.relpath(SEBULBA, REPO_ROOT)}, continuous "
           f"control's from {os.path.relpath(BRAX_PEER, REPO_ROOT)}, PBT's from "
-          f"{os.path.relpath(PBT_RESULTS, REPO_ROOT)}, the GPU's brax table from {os.path.relpath(GPU_BRAX, REPO_ROOT)}")
+          f"{os.path.relpath(PBT_RESULTS, REPO_ROOT)}, the GPU's brax table from {os.path.relpath(GPU_BRAX, REPO_ROOT)}, "
+          f"the pixels table from {os.path.relpath(REJAX_PEER, REPO_ROOT)}")
     return 0
 
 

@@ -136,6 +136,13 @@ def test_readme_s_continuous_control_table_is_what_the_committed_logs_render(lea
         "benchmarks/learning_table.py --from-logs`")
 
 
+def test_readme_s_pixels_table_is_what_the_committed_logs_render(learning_table_cli):
+    assert learning_table_cli.readme_table(learning_table_cli.PIXELS_BLOCK) == \
+        learning_table_cli.rendered_pixels_table(), (
+        "README.md's pixels table is not what docs/results/rejax_peer renders: run `python "
+        "benchmarks/learning_table.py --from-logs`")
+
+
 def test_readme_s_gpu_brax_table_is_what_the_lease_s_logs_render(learning_table_cli):
     assert learning_table_cli.readme_table(learning_table_cli.GPU_BRAX_BLOCK) == \
         learning_table_cli.rendered_gpu_brax_table(), (

@@ -155,6 +155,11 @@ BRAX_TARGETS: Dict[Tuple[str, str], LearningTarget] = {
                                         solved_return=3000.0),
     ("ppo", "brax/halfcheetah"): LearningTarget("brax/halfcheetah", iqm_at_least=2000.0, seed_floor=1000.0,
                                                 max_seeds_below_floor=1, solved_return=2000.0),
+    # PPO on hopper: the target is brax's trainer's IQM; this bar (IQM >= 600, a seed below 400 falls within
+    # ~150 steps) was set from the file's runs on seed 1000 (ours 919.3, brax's trainer 677.3), while the population
+    # on 1001..1004 was at 2M of its 5.12M steps. A hopper that stays up for 1,000 steps earns far more: README says so.
+    ("ppo", "brax/hopper"): LearningTarget("brax/hopper", iqm_at_least=600.0, seed_floor=400.0,
+                                           max_seeds_below_floor=1, solved_return=600.0),
 }
 
 # MinAtar: README's "Pixels" table, each population of ours (at the 5,120,000 steps) beside rejax's PPO on
