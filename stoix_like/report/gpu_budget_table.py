@@ -72,10 +72,10 @@ def _ours_row(task: str, group: runs.Group, ours_dir: str, steps: np.ndarray, re
     wall = (f"compiled in {_found(OURS_COMPILE, log)} s; after its first interval it expected "
             f"{_found(OURS_EXPECTED, log)} in all; ")
     if done < budget:
-        wall += "cut by the lease's limit while learning"
+        wall += "cut by its time limit in the lease while learning"
     elif len(finished) < len(finals):
-        wall += (f"cut by the lease's limit after learning, with the final params re-evaluated for {len(finished)} "
-                 f"of {len(finals)} seeds")
+        wall += (f"cut by its time limit in the lease after learning, with the final params re-evaluated for "
+                 f"{len(finished)} of {len(finals)} seeds")
     else:
         wall += "finished"
         if group.wall_seconds is not None:
