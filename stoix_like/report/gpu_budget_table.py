@@ -24,7 +24,8 @@ import numpy as np
 
 from stoix_like.errors import ConfigError
 from stoix_like.report import runs, statistics
-from stoix_like.report.learning_table import seed_range, table_row
+from stoix_like.claims.population import interquartile_mean
+from stoix_like.report.learning_table import estimate_cell, seed_range, table_row
 
 HEADER = [
     "| task | trainer | seeds | steps per seed | last evaluation IQM [95% CI] | best evaluation IQM [95% CI] "
@@ -43,14 +44,14 @@ def gpu_budget_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
         ours_dirs = sorted(glob.glob(os.path.join(folder, "ours_*")))
         if not ours_dirs:
             raise ConfigError(f"{folder}: no run of ours (ours_<first seed>/): run benchmarks/brax_published_budget.py")
+        brax = _brax_seeds(folder)  # the task's reference, read once for every run of ours beside it
+        reference = _iqm(np.asarray([curve[-1][1] for curve in brax["evaluations"]]), reps) if brax else None
         for ours_dir in ours_dirs:
             (group,) = runs.group_runs(runs.load_runs([ours_dir]))
             steps, returns = group.curves()
-            brax = _brax_seeds(folder)
-            reference = _iqm(np.asarray([curve[-1][1] for curve in brax["evaluations"]]), reps) if brax else None
             lines.append(_ours_row(task, group, ours_dir, steps, returns, reference, reps))
-            if brax:
-                lines.append(_brax_row(task, brax, reps))
+        if brax:
+            lines.append(_brax_row(task, brax, reps))
     return "\n".join(lines)
 
 
@@ -63,10 +64,10 @@ def _ours_row(task: str, group: runs.Group, ours_dir: str, steps: np.ndarray, re
     last = _iqm(returns[:, -1], reps)
     best = _iqm(returns.max(axis=1), reps)
     log = _read(os.path.join(ours_dir, "ppo.log"))
-    speed = _found(OURS_SPEED, log)
+    speed_text = _found(OURS_SPEED, log)
+    speed = None if speed_text is None else float(speed_text.replace(",", ""))
     speed_cell = "?" if speed is None else (
-        f"{float(speed.replace(',', '')):,.0f} per seed, {len(seeds)} seeds at once "
-        f"({float(speed.replace(',', '')) * len(seeds):,.0f} in all)")
+        f"{speed:,.0f} per seed, {len(seeds)} seeds at once ({speed * len(seeds):,.0f} in all)")
     finals = [seed.final_params_return for run in group.runs for seed in run.seeds]
     finished = [value for value in finals if value is not None]
     wall = (f"compiled in {_found(OURS_COMPILE, log)} s; after its first interval it expected "
@@ -83,13 +84,13 @@ def _ours_row(task: str, group: runs.Group, ours_dir: str, steps: np.ndarray, re
     if reference is None:
         reached = "no brax run in this lease"
     else:
-        iqms = [_iqm(returns[:, k], reps).point for k in range(returns.shape[1])]
+        iqms = [interquartile_mean(returns[:, k].tolist()) for k in range(returns.shape[1])]  # points: no interval needed
         first = next((k for k, value in enumerate(iqms) if value >= reference.point), None)
         reached = (f"not reached (last IQM {iqms[-1]:.1f} < {reference.point:.1f})" if first is None else
                    f"evaluation {first + 1} of {len(iqms)}, {int(steps[first]):,} steps per seed "
                    f"(IQM {iqms[first]:.1f} ≥ {reference.point:.1f})")
-    return table_row([f"brax/{task}", "ours (ppo)", seed_range(seeds), f"{int(done):,}{cut}", _shown(last),
-                 _shown(best), speed_cell, wall, reached])
+    return table_row([f"brax/{task}", "ours (ppo)", seed_range(seeds), f"{int(done):,}{cut}",
+                      estimate_cell(last, 1), estimate_cell(best, 1), speed_cell, wall, reached])
 
 
 def _brax_row(task: str, brax: Dict[str, list], reps: int) -> str:
@@ -99,7 +100,7 @@ def _brax_row(task: str, brax: Dict[str, list], reps: int) -> str:
     walls = brax["wall_seconds_per_seed"]
     steps = brax["evaluations"][0][-1][0]
     return table_row([f"brax/{task}", "brax.training PPO (notebook recipe)", seed_range(brax["seeds"]), f"{steps:,}",
-                 _shown(_iqm(finals, reps)), _shown(_iqm(bests, reps)),
+                 estimate_cell(_iqm(finals, reps), 1), estimate_cell(_iqm(bests, reps), 1),
                  f"{np.median(speeds):,.0f} per seed, one seed at a time (median over seeds)",
                  f"{sum(walls):.0f} s for {len(walls)} seeds ({min(walls):.0f}-{max(walls):.0f} s each, "
                  "compilation included)", "the reference"])
@@ -136,7 +137,3 @@ def _found(pattern: "re.Pattern[str]", log: str) -> Optional[str]:
 
 def _iqm(returns: np.ndarray, reps: int) -> statistics.Estimate:
     return statistics.iqm_estimate(np.asarray(returns, dtype=float), "gpu", reps)
-
-
-def _shown(estimate: statistics.Estimate) -> str:
-    return f"{estimate.point:.1f} [{estimate.low:.1f}, {estimate.high:.1f}]"

@@ -128,8 +128,8 @@ def _population_cells(logged: Population, reps: int, final: Optional[Estimate] =
     if logged.final is None or final is None:
         final_cell, final_solved = "not logged", "—"
     else:
-        final_cell, final_solved = _shown(final, digits), _solved(logged.final)
-    return [final_cell, _shown(absolute, digits), f"{final_solved}, {_solved(logged.absolute)}"]
+        final_cell, final_solved = estimate_cell(final, digits), _solved(logged.final)
+    return [final_cell, estimate_cell(absolute, digits), f"{final_solved}, {_solved(logged.absolute)}"]
 
 
 def verdict(target: LearningTarget, tuned: Population, untuned: Optional[Population]) -> str:
@@ -165,7 +165,7 @@ def _digits(returns: Sequence[float]) -> int:
     return 3 if max(abs(r) for r in returns) <= 1.0 else 1
 
 
-def _shown(estimate: Estimate, digits: int) -> str:
+def estimate_cell(estimate: Estimate, digits: int) -> str:
     return f"{estimate.point:.{digits}f} [{estimate.low:.{digits}f}, {estimate.high:.{digits}f}]"
 
 
@@ -325,7 +325,8 @@ def _peer_row(peer: Peer, path: str, env: str, seeds: List[int], target: Learnin
     estimates = [statistics.iqm_estimate(np.asarray(returns), f"{peer.prefix} {label}", reps)
                  for label, returns in (("final", result["final"]), ("absolute", result["absolute"]))]
     return table_row([env, peer.label, seed_range(seeds), f"{steps_per_seed:,}",
-                      *[_shown(estimate, digits) for estimate in estimates], f"{_solved(final)}, {_solved(absolute)}",
+                      *[estimate_cell(estimate, digits) for estimate in estimates],
+                      f"{_solved(final)}, {_solved(absolute)}",
                       side_by_side(ours_final, estimates[0], ours_wall, result["wall_seconds"]),
                       _seconds(result["wall_seconds"]), result["date"]])
 
@@ -376,8 +377,8 @@ def pbt_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
     best = statistics.iqm_estimate(np.asarray(run_bests), "PBT runs' best finals", reps)
     met = sum(value >= best_fixed for value in run_bests)
     lines.append(table_row([f"PBT, {len(run_bests)} runs (each its best member's final)", "—", "—",
-                            _shown(best, 1), "—", "—", ", ".join(f"{value:.1f}" for value in run_bests), "—",
-                            "—"]))
+                            estimate_cell(best, 1), "—", "—", ", ".join(f"{value:.1f}" for value in run_bests),
+                            "—", "—"]))
     verdict = (f"Check: each PBT run's best final return ≥ the best fixed member's ({best_fixed:.1f}): "
                + ("met" if met == len(run_bests) else "**MISSED**") + f" in {met} of {len(run_bests)} runs.")
     return "\n".join([*lines, "", verdict])
