@@ -2,6 +2,7 @@
 table.
 
     python benchmarks/suites_learning.py random-breakout            # a uniformly random policy on MinAtar Breakout
+    python benchmarks/suites_learning.py random-asterix random-freeway random-space_invaders   # the other games
     python benchmarks/suites_learning.py navix breakout             # the two learning targets, seeds 0..7
     python benchmarks/suites_learning.py craftax                    # Craftax-Classic-Symbolic at 1M steps: a figure
     python benchmarks/suites_learning.py navix --first-seed 1000    # seeds nobody tuned on
@@ -38,10 +39,11 @@ from stoix_like.claims import population
 from stoix_like.envs import make
 from stoix_like.learner.evaluator import make_evaluator
 from stoix_like.claims.learning_population import compare_memory, train_population
-from stoix_like.claims.learning_targets import RANDOM_BREAKOUT_RETURN
+from stoix_like.claims.learning_targets import RANDOM_MINATAR_RETURN
 from stoix_like.systems import system_module
 
 RANDOM_EPISODES = 1000
+RANDOM_GAMES = tuple(f"random-{game}" for game in ("breakout", "asterix", "space_invaders", "freeway"))
 CRAFTAX = "craftax/classic_symbolic"
 MEMORY_TASKS = {"memory-chain": "gymnax/memory_chain", "repeat-previous": "popjax/repeat_previous"}
 # A memory task's mean return as a success rate: MemoryChain's episodes end +1 or -1, RepeatPrevious's return is the
@@ -60,9 +62,10 @@ def compose_into(run_dir: str):
     return _compose
 
 
-def random_breakout(seed: int) -> float:
-    """Mean return of uniformly random actions over RANDOM_EPISODES episodes of the shipped Breakout env."""
-    config = compose_into(tempfile.mkdtemp())("ppo", ["env=gymnax/breakout"])
+def random_minatar(game: str, seed: int) -> float:
+    """Mean return of uniformly random actions over RANDOM_EPISODES episodes of the shipped MinAtar `game` env
+    (`gymnax/<game>`): the unit of the MinAtar bars in stoix_like/claims/learning_targets.py."""
+    config = compose_into(tempfile.mkdtemp())("ppo", [f"env=gymnax/{game}"])
     _, eval_env = make(config.env)
     num_actions = eval_env.action_space.num_actions
 
@@ -71,8 +74,9 @@ def random_breakout(seed: int) -> float:
 
     returns = make_evaluator(eval_env, random_policy, RANDOM_EPISODES)(None, jax.random.PRNGKey(seed))["episode_return"]
     half_width = 1.96 * returns.std() / np.sqrt(len(returns))  # a normal 95% interval of the mean
-    print(f"random policy on gymnax/breakout: mean return {returns.mean():.3f} ± {half_width:.3f} (95%) over "
-          f"{RANDOM_EPISODES} episodes (seed {seed}); RANDOM_BREAKOUT_RETURN = {RANDOM_BREAKOUT_RETURN}")
+    print(f"random policy on gymnax/{game}: mean return {returns.mean():.3f} ± {half_width:.3f} (95%) over "
+          f"{RANDOM_EPISODES} episodes (seed {seed}); RANDOM_MINATAR_RETURN[{game!r}] = "
+          f"{RANDOM_MINATAR_RETURN.get(game)}")
     return float(returns.mean())
 
 
@@ -121,15 +125,15 @@ def craftax_population(first_seed: int, num_seeds: int, overrides: List[str]) ->
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", nargs="+", choices=("random-breakout", "navix", "breakout", "craftax", *MEMORY_TASKS))
+    parser.add_argument("what", nargs="+", choices=(*RANDOM_GAMES, "navix", "breakout", "craftax", *MEMORY_TASKS))
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--num-seeds", type=int, default=8)
     parser.add_argument("-o", "--override", action="append", default=[])
     args = parser.parse_args()
     met = True
     for what in args.what:
-        if what == "random-breakout":
-            random_breakout(args.first_seed)
+        if what in RANDOM_GAMES:
+            random_minatar(what.removeprefix("random-"), args.first_seed)
         elif what == "craftax":
             craftax_population(args.first_seed, args.num_seeds, args.override)
         elif what in MEMORY_TASKS:  # shipped defaults only: the comparison is of the configs both would run

@@ -181,6 +181,9 @@ def test_ours_beside_a_peer_is_judged_on_the_final_iqm_and_the_wall_time():
     overlapping = side_by_side(Estimate(2600.0, 2200.0, 2600.0), peer, 300.0, 200.0)
     assert overlapping == ("ours against it: met at worst: our final IQM 400 lower, the intervals overlap; "
                            "**MISSED**: our wall time 1.50× its")
+    # a MinAtar-sized gap keeps its figures instead of rounding to "0 lower"
+    assert "our final IQM 0.25 lower, the intervals overlap" in side_by_side(
+        Estimate(7.0, 6.5, 11.5), Estimate(7.25, 7.0, 7.5), 100.0, 200.0)
     assert "**MISSED**: our final IQM lower, the intervals apart" in side_by_side(
         Estimate(2000.0, 1900.0, 2400.0), peer, 100.0, 200.0)
     assert "our final returns are not logged" in side_by_side(None, peer, 100.0, 200.0)

@@ -293,7 +293,9 @@ def side_by_side(ours: Optional[Estimate], peer: Estimate, ours_wall: Optional[f
     elif ours.point >= peer.point:
         learning = "met: our final IQM ≥ its"
     elif ours.high >= peer.low:
-        learning = f"met at worst: our final IQM {peer.point - ours.point:.0f} lower, the intervals overlap"
+        gap = peer.point - ours.point  # brax's returns run to thousands, MinAtar's to tens: three figures for both
+        learning = f"met at worst: our final IQM {gap:,.0f}" if gap >= 100 else f"met at worst: our final IQM {gap:.3g}"
+        learning += " lower, the intervals overlap"
     else:
         learning = "**MISSED**: our final IQM lower, the intervals apart"
     if ours_wall is None:
