@@ -1,13 +1,14 @@
-"""Ours against rejax's PPO on a MinAtar game: the same env (gymnax), budget, update shape, hyperparameters and
-seeds, each side's seeds in one program.
+"""Ours against rejax's PPO or PQN on a MinAtar game: the same env (gymnax), budget, update shape,
+hyperparameters and seeds, each side's seeds in one program.
 
-    python benchmarks/minatar_rejax_peer.py --task breakout [--first-seed 1001] [--num-seeds 4]
-                                            [--side ours|rejax|both] [--timesteps 5120000]
+    python benchmarks/minatar_rejax_peer.py --task breakout [--algorithm ppo|pqn] [--first-seed 1001]
+                                            [--num-seeds 4] [--side ours|rejax|both] [--timesteps 5120000]
 
-Ours is the shipped file for the game (`config/tuned/ppo/gymnax/<game>.yaml`, composed by `env=gymnax/<game>`) at
-the issue's budget of 5,120,000 steps per seed (`arch.total_timesteps` is the one override; the file's own budget
-is sized for its CI-checked row). rejax (installed with `pip install --no-deps rejax`; not one of our
-dependencies) trains `rejax.PPO` on the same gymnax env with the numbers read from that composed config:
+Ours is the shipped file for the algorithm and game (`config/tuned/<algorithm>/gymnax/<game>.yaml`, composed by
+`env=gymnax/<game>`) at the issue's budget of 5,120,000 steps per seed (`arch.total_timesteps` is the one override;
+a file's own budget may be sized for its CI-checked row). rejax (installed with `pip install --no-deps rejax`; not
+one of our dependencies) trains `rejax.PPO` (or `rejax.PQN`) on the same gymnax env with the numbers read from that
+composed config. PPO:
 
 - one update = every env unrolled `system.rollout_length` steps (rejax: `num_envs`, `num_steps`), `system.epochs`
   passes (`num_epochs`) over `system.num_minibatches` minibatches;
@@ -17,10 +18,15 @@ dependencies) trains `rejax.PPO` on the same gymnax env with the numbers read fr
   optimiser state per network with its own defaults, and its init. Both policies sample their actions when
   evaluated (ours: `arch.evaluation_greedy=False`).
 
+PQN: the same update shape, learning rate, gradient-norm clip, γ, λ (rejax's `td_lambda`), ε's start, end and decay
+fraction (`exploration_fraction`); rejax's Q-network is always 2 × 64 with relu after LayerNorm, so ours must be
+too, and its rewards are never scaled (`system.reward_scale` must be 1). What stays rejax's own: a constant learning
+rate, its init, and ε = 0.005 when it evaluates (ours evaluates greedily).
+
 rejax runs its seeds as one program too (`jax.vmap` of its `train` over the seeds' keys), its evaluator inside it
 (128 episodes every `total_timesteps / arch.num_evaluation` steps, and once before training). Ours logs its run into
-`docs/results/rejax_peer/ppo/<game>/ours_<first seed>/`; rejax's per-seed returns go to
-`docs/results/rejax_peer/ppo/<game>/rejax_<first seed>.json`. README's "Pixels" table is rendered from both
+`docs/results/rejax_peer/<algorithm>/<game>/ours_<first seed>/`; rejax's per-seed returns go to
+`docs/results/rejax_peer/<algorithm>/<game>/rejax_<first seed>.json`. README's "Pixels" table is rendered from both
 (`python benchmarks/learning_table.py --from-logs`). "final" is, for ours, the final params over 10× the
 evaluation episodes, for rejax its last evaluation; "absolute" is, for ours, the best params re-evaluated, and for
 rejax (which keeps no best params) its best evaluation, which is if anything generous to rejax. Wall time is the
@@ -43,43 +49,69 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO_ROOT, "docs", "results", "rejax_peer")
-TUNED = os.path.join(REPO_ROOT, "config", "tuned", "ppo", "gymnax")
+TUNED = os.path.join(REPO_ROOT, "config", "tuned")
+ALGORITHMS = ("ppo", "pqn")
 GAMES = ("breakout", "asterix", "space_invaders", "freeway")
 BUDGET = 5_120_000  # the issue's "at least 5M steps", in whole evaluation intervals of the shipped update
 
 
-def composed(game: str, first_seed: int, num_seeds: int, timesteps: int, run_dir: str):
+def composed(algorithm: str, game: str, first_seed: int, num_seeds: int, timesteps: int, run_dir: str):
     from stoix_like.config.compose import compose_config
 
-    return compose_config("ppo", [f"env=gymnax/{game}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
+    return compose_config(algorithm, [f"env=gymnax/{game}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
                                   f"arch.total_timesteps={timesteps}", f"logger.base_exp_path={run_dir}"])
 
 
 def rejax_config(config) -> Dict[str, Any]:
+    """rejax's arguments for the composed config's algorithm (PPO or PQN)."""
+    return rejax_pqn_config(config) if config.system.system_name == "pqn" else rejax_ppo_config(config)
+
+
+def rejax_pqn_config(config) -> Dict[str, Any]:
+    """rejax.PQN's arguments for the same update as `config`'s; a config rejax cannot express is refused."""
+    system, torso = config.system, config.network.q_network.pre_torso
+    if str(torso.activation) != "relu" or not bool(torso.get("use_layer_norm", False)) \
+            or list(torso.layer_sizes) != [64, 64]:
+        raise SystemExit("rejax's PQN network is fixed, 2 x 64 with relu after LayerNorm: this config's Q-network "
+                         "is not")
+    if float(system.reward_scale) != 1.0:
+        raise SystemExit("rejax's PQN does not scale rewards: this config's system.reward_scale is not 1")
+    return dict(**_update_shape(config), learning_rate=float(system.q_lr), td_lambda=float(system.q_lambda),
+                eps_start=float(system.epsilon_start), eps_end=float(system.epsilon_end),
+                exploration_fraction=float(system.epsilon_decay_fraction))
+
+
+def rejax_ppo_config(config) -> Dict[str, Any]:
     """rejax.PPO's arguments for the same update as `config`'s (see the module's docstring); a config rejax
     cannot express (two learning rates, two network shapes) is refused."""
-    system, arch, network = config.system, config.arch, config.network
+    system, network = config.system, config.network
     actor, critic = network.actor_network.pre_torso, network.critic_network.pre_torso
     if float(system.actor_lr) != float(system.critic_lr):
         raise SystemExit("rejax's PPO takes one learning rate: this config's actor_lr and critic_lr differ")
     if list(actor.layer_sizes) != list(critic.layer_sizes) or actor.activation != critic.activation:
         raise SystemExit("rejax's PPO takes one MLP shape for both networks: this config's actor and critic differ")
+    return dict(**_update_shape(config), learning_rate=float(system.actor_lr), gae_lambda=float(system.gae_lambda),
+                clip_eps=float(system.clip_eps), ent_coef=float(system.ent_coef), vf_coef=float(system.vf_coef),
+                agent_kwargs=dict(activation=str(actor.activation), hidden_layer_sizes=list(actor.layer_sizes)))
+
+
+def _update_shape(config) -> Dict[str, Any]:
+    """What rejax's PPO and PQN both take, read from `config`: the update's shape, budget, evaluation interval, γ,
+    the gradient-norm clip and observation normalisation."""
+    system, arch = config.system, config.arch
     total, evaluations = int(arch.total_timesteps), int(arch.num_evaluation)
     return dict(num_envs=int(arch.total_num_envs), num_steps=int(system.rollout_length),
                 num_epochs=int(system.epochs), num_minibatches=int(system.num_minibatches),
-                learning_rate=float(system.actor_lr), max_grad_norm=float(system.max_grad_norm),
-                total_timesteps=total, eval_freq=total // evaluations, gamma=float(system.gamma),
-                gae_lambda=float(system.gae_lambda), clip_eps=float(system.clip_eps),
-                ent_coef=float(system.ent_coef), vf_coef=float(system.vf_coef),
-                normalize_observations=bool(system.normalize_observations),
-                agent_kwargs=dict(activation=str(actor.activation), hidden_layer_sizes=list(actor.layer_sizes)))
+                max_grad_norm=float(system.max_grad_norm), total_timesteps=total, eval_freq=total // evaluations,
+                gamma=float(system.gamma), normalize_observations=bool(system.normalize_observations))
 
 
 def run_ours(config) -> None:
     from stoix_like.run import experiment
     from stoix_like.systems import system_module
 
-    experiment.train(config, system_module("ppo").learner_setup, "ppo")
+    algorithm = str(config.system.system_name)
+    experiment.train(config, system_module(algorithm).learner_setup, algorithm)
 
 
 def run_rejax(config, seeds) -> Dict[str, Any]:
@@ -89,7 +121,8 @@ def run_rejax(config, seeds) -> Dict[str, Any]:
 
     kwargs = rejax_config(config)
     start = time.perf_counter()
-    algo = rejax_algorithm("PPO", dict(kwargs), env_name=str(config.env.scenario.name), evaluations=True)
+    algo = rejax_algorithm(str(config.system.system_name).upper(), dict(kwargs), env_name=str(config.env.scenario.name),
+                           evaluations=True)
     keys = jax.numpy.stack([jax.random.PRNGKey(seed) for seed in seeds])
     _, (lengths, returns) = jax.block_until_ready(jax.jit(jax.vmap(algo.train))(keys))
     seconds = time.perf_counter() - start
@@ -104,6 +137,7 @@ def run_rejax(config, seeds) -> Dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=GAMES, required=True)
+    parser.add_argument("--algorithm", choices=ALGORITHMS, default="ppo")
     parser.add_argument("--first-seed", type=int, default=1001)
     parser.add_argument("--num-seeds", type=int, default=4)
     parser.add_argument("--side", choices=("ours", "rejax", "both"), default="both")
@@ -112,19 +146,20 @@ def main() -> None:
     args = parser.parse_args()
     if args.num_seeds < 1:
         parser.error("--num-seeds must be at least 1")
-    if not os.path.exists(os.path.join(TUNED, f"{args.task}.yaml")):
-        parser.error(f"--task {args.task}: no tuned PPO file for it yet (config/tuned/ppo/gymnax/{args.task}.yaml); "
-                     f"the comparison runs our shipped defaults only")
+    if not os.path.exists(os.path.join(TUNED, args.algorithm, "gymnax", f"{args.task}.yaml")):
+        parser.error(f"--task {args.task}: no tuned {args.algorithm} file for it yet "
+                     f"(config/tuned/{args.algorithm}/gymnax/{args.task}.yaml); the comparison runs shipped files only")
     if args.side in ("rejax", "both"):
         try:
             import rejax  # noqa: F401
         except ImportError:
             parser.error("rejax is not installed: pip install --no-deps rejax (it is not one of our dependencies)")
-    out_dir = os.path.join(args.results, "ppo", args.task)
+    out_dir = os.path.join(args.results, args.algorithm, args.task)
     os.makedirs(out_dir, exist_ok=True)
     ours_dir = os.path.join(out_dir, f"ours_{args.first_seed}")
     seeds = list(range(args.first_seed, args.first_seed + args.num_seeds))
-    config = composed(args.task, args.first_seed, args.num_seeds, args.timesteps, os.path.relpath(ours_dir))
+    config = composed(args.algorithm, args.task, args.first_seed, args.num_seeds, args.timesteps,
+                      os.path.relpath(ours_dir))
     if args.side in ("ours", "both"):
         shutil.rmtree(ours_dir, ignore_errors=True)  # a population is one program: never pooled with an older one
         run_ours(config)

@@ -172,12 +172,14 @@ BRAX_TARGETS: Dict[Tuple[str, str], LearningTarget] = {
                                            max_seeds_below_floor=1, solved_return=600.0),
 }
 
-# MinAtar: README's "Pixels" table, each population of ours (at the 5,120,000 steps) beside rejax's PPO on
-# the same composed config (benchmarks/minatar_rejax_peer.py). The target is rejax's IQM, which the table
+# MinAtar: README's "Pixels" table, each population of ours (at the 5,120,000 steps) beside rejax's PPO or
+# PQN on the same composed config (benchmarks/minatar_rejax_peer.py). The target is rejax's IQM, which the table
 # shows beside ours; the bar below is the learning table's own for the game (5× a random policy's return).
 MINATAR_TARGETS: Dict[Tuple[str, str], LearningTarget] = {
     ("ppo", "gymnax/breakout"): MINATAR_BREAKOUT,
     **{("ppo", f"gymnax/{game}"): _five_times_random(game) for game in ("asterix", "space_invaders", "freeway")},
+    **{("pqn", f"gymnax/{game}"): _five_times_random(game)
+       for game in ("breakout", "asterix", "space_invaders", "freeway")},
 }
 
 

@@ -229,13 +229,13 @@ class Peer(NamedTuple):
     """Another project's trainer beside ours: its rows' label, the prefix of its result files in a task's folder
     (`<prefix>_<first seed>.json`, beside ours' `ours_<first seed>/`), and the benchmark that writes both."""
 
-    label: str
+    label: str  # "{algorithm}" stands for the row's algorithm, upper-cased (PPO, PQN)
     prefix: str
     benchmark: str  # `python <benchmark> --task <task>` runs both sides
 
 
-BRAX = Peer("brax.training PPO (absolute: its best evaluation)", "brax", "benchmarks/brax_learning_peer.py")
-REJAX = Peer("rejax PPO (absolute: its best evaluation)", "rejax", "benchmarks/minatar_rejax_peer.py")
+BRAX = Peer("brax.training {algorithm} (absolute: its best evaluation)", "brax", "benchmarks/brax_learning_peer.py")
+REJAX = Peer("rejax {algorithm} (absolute: its best evaluation)", "rejax", "benchmarks/minatar_rejax_peer.py")
 
 
 def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
@@ -280,8 +280,8 @@ def peer_table(root: str, targets: Dict[RowKey, LearningTarget], peer: Peer,
                                     *_population_cells(logged, reps, ours_final),
                                     ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
                                     _seconds(group.wall_seconds), group.started or "?"]))
-            lines.append(_peer_row(peer, os.path.join(folder, f"{peer.prefix}_{name[len('ours_'):]}.json"), env,
-                                   seeds, target, group.steps_per_seed, reps, ours_final, group.wall_seconds))
+            lines.append(_peer_row(peer, os.path.join(folder, f"{peer.prefix}_{name[len('ours_'):]}.json"), algorithm,
+                                   env, seeds, target, group.steps_per_seed, reps, ours_final, group.wall_seconds))
     return "\n".join(lines)
 
 
@@ -307,10 +307,11 @@ def side_by_side(ours: Optional[Estimate], peer: Estimate, ours_wall: Optional[f
     return f"ours against it: {learning}; {timing}"
 
 
-def _peer_row(peer: Peer, path: str, env: str, seeds: List[int], target: LearningTarget, steps_per_seed: int,
-              reps: int, ours_final: Optional[Estimate], ours_wall: Optional[float]) -> str:
+def _peer_row(peer: Peer, path: str, algorithm: str, env: str, seeds: List[int], target: LearningTarget,
+              steps_per_seed: int, reps: int, ours_final: Optional[Estimate], ours_wall: Optional[float]) -> str:
+    label = peer.label.format(algorithm=algorithm.upper())
     if not os.path.exists(path):
-        return table_row([env, peer.label, seed_range(seeds), f"{steps_per_seed:,}", "not yet run", "not yet run",
+        return table_row([env, label, seed_range(seeds), f"{steps_per_seed:,}", "not yet run", "not yet run",
                           "—", f"peer not yet run: `python {peer.benchmark} --task {env.split('/')[-1]} "
                           f"--side {peer.prefix} --first-seed {seeds[0]} --num-seeds {len(seeds)}`",
                           "—", "—"])
@@ -326,7 +327,7 @@ def _peer_row(peer: Peer, path: str, env: str, seeds: List[int], target: Learnin
     digits = _digits(absolute.returns)
     estimates = [statistics.iqm_estimate(np.asarray(returns), f"{peer.prefix} {label}", reps)
                  for label, returns in (("final", result["final"]), ("absolute", result["absolute"]))]
-    return table_row([env, peer.label, seed_range(seeds), f"{steps_per_seed:,}",
+    return table_row([env, label, seed_range(seeds), f"{steps_per_seed:,}",
                       *[estimate_cell(estimate, digits) for estimate in estimates],
                       f"{_solved(final)}, {_solved(absolute)}",
                       side_by_side(ours_final, estimates[0], ours_wall, result["wall_seconds"]),
