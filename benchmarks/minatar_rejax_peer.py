@@ -48,10 +48,10 @@ import numpy as np
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stoix_like.claims.learning_targets import MINATAR_GAMES  # noqa: E402  (after the path is set)
 RESULTS = os.path.join(REPO_ROOT, "docs", "results", "rejax_peer")
 TUNED = os.path.join(REPO_ROOT, "config", "tuned")
 ALGORITHMS = ("ppo", "pqn")
-GAMES = ("breakout", "asterix", "space_invaders", "freeway")
 BUDGET = 5_120_000  # the "at least 5M steps", in whole evaluation intervals of the shipped update
 
 
@@ -136,7 +136,7 @@ def run_rejax(config, seeds) -> Dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", choices=GAMES, required=True)
+    parser.add_argument("--task", choices=MINATAR_GAMES, required=True)
     parser.add_argument("--algorithm", choices=ALGORITHMS, default="ppo")
     parser.add_argument("--first-seed", type=int, default=1001)
     parser.add_argument("--num-seeds", type=int, default=4)

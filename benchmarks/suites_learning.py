@@ -39,11 +39,11 @@ from stoix_like.claims import population
 from stoix_like.envs import make
 from stoix_like.learner.evaluator import make_evaluator
 from stoix_like.claims.learning_population import compare_memory, train_population
-from stoix_like.claims.learning_targets import RANDOM_MINATAR_RETURN
+from stoix_like.claims.learning_targets import MINATAR_GAMES, RANDOM_MINATAR_RETURN
 from stoix_like.systems import system_module
 
 RANDOM_EPISODES = 1000
-RANDOM_GAMES = tuple(f"random-{game}" for game in ("breakout", "asterix", "space_invaders", "freeway"))
+RANDOM_GAMES = tuple(f"random-{game}" for game in MINATAR_GAMES)
 CRAFTAX = "craftax/classic_symbolic"
 MEMORY_TASKS = {"memory-chain": "gymnax/memory_chain", "repeat-previous": "popjax/repeat_previous"}
 # A memory task's mean return as a success rate: MemoryChain's episodes end +1 or -1, RepeatPrevious's return is the

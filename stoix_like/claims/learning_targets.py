@@ -34,6 +34,7 @@ class LearningTarget(NamedTuple):
 # SpaceInvaders 4.175 ± 0.215, Freeway 0.383 ± 0.039.
 RANDOM_MINATAR_RETURN: Dict[str, float] = {"breakout": 0.44, "asterix": 0.43, "space_invaders": 4.18,
                                            "freeway": 0.38}
+MINATAR_GAMES = tuple(RANDOM_MINATAR_RETURN)  # the four MinAtar games gymnax offers (env=gymnax/<game>)
 RANDOM_BREAKOUT_RETURN = RANDOM_MINATAR_RETURN["breakout"]
 
 
@@ -45,7 +46,7 @@ def _five_times_random(game: str) -> LearningTarget:
                           solved_return=bar)
 
 
-# PPO's row in the learning table, and its bar beside rejax (MINATAR_TARGETS)
+# PPO's row in the learning table (MINATAR_TARGETS builds the same bar for each game beside rejax)
 MINATAR_BREAKOUT = _five_times_random("breakout")
 
 CARTPOLE_VALUE_BASED = LearningTarget("gymnax/cartpole", iqm_at_least=475.0, seed_floor=400.0,
@@ -176,10 +177,7 @@ BRAX_TARGETS: Dict[Tuple[str, str], LearningTarget] = {
 # PQN on the same composed config (benchmarks/minatar_rejax_peer.py). The target is rejax's IQM, which the table
 # shows beside ours; the bar below is the learning table's own for the game (5× a random policy's return).
 MINATAR_TARGETS: Dict[Tuple[str, str], LearningTarget] = {
-    ("ppo", "gymnax/breakout"): MINATAR_BREAKOUT,
-    **{("ppo", f"gymnax/{game}"): _five_times_random(game) for game in ("asterix", "space_invaders", "freeway")},
-    **{("pqn", f"gymnax/{game}"): _five_times_random(game)
-       for game in ("breakout", "asterix", "space_invaders", "freeway")},
+    (algorithm, f"gymnax/{game}"): _five_times_random(game) for algorithm in ("ppo", "pqn") for game in MINATAR_GAMES
 }
 
 
