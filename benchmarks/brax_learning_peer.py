@@ -1,13 +1,15 @@
-"""Ours against brax's own PPO trainer on a brax task: the same env, budget, update shape, hyperparameters and seeds.
+"""Ours against brax's own trainer (PPO or SAC) on a brax task: the same env, budget, update shape, hyperparameters
+and seeds.
 
-    python benchmarks/brax_learning_peer.py --task ant [--first-seed 1000] [--num-seeds 4] [--side ours|brax|both]
-                                            [--reuse docs/results/brax_peer/ppo/ant/brax_1000.json]
+    python benchmarks/brax_learning_peer.py --task ant [--algorithm ppo|sac] [--first-seed 1000] [--num-seeds 4]
+        [--side ours|brax|both] [--reuse docs/results/brax_peer/ppo/ant/brax_1000.json]
 
-Ours trains the seeds as one population in one program (`python -m experiments.ppo env=brax/<task>
+Ours trains the seeds as one population in one program (`python -m experiments.<algorithm> env=brax/<task>
 arch.seed=S arch.num_seeds=N`, the task's tuned defaults composed by `env=`). brax's trainer
-(`brax.training.agents.ppo.train`, patched for jax 0.10 as in `benchmarks/brax_ppo_peer.py`) runs each seed alone,
-one after another, with the hyperparameters read from that same composed config:
+(`brax.training.agents.<algorithm>.train`, patched for jax 0.10 as in `benchmarks/brax_ppo_peer.py`) runs each seed
+alone, one after another, with the hyperparameters read from that same composed config.
 
+PPO (`brax_ppo_kwargs`):
 - one update = every env unrolled `system.rollout_length` steps (brax: `num_envs` = `arch.total_num_envs`,
   `unroll_length` = `system.rollout_length`, `batch_size × num_minibatches` = `num_envs`), `system.epochs` passes
   (`num_updates_per_batch`) over `system.num_minibatches` minibatches;
@@ -22,15 +24,27 @@ one after another, with the hyperparameters read from that same composed config:
   that brax's own episode wrapper does not set). Its policy is ours in form: a tanh-squashed Gaussian whose
   mean and softplus scale are both outputs of the network.
 
+SAC (`brax_sac_kwargs`; what brax's trainer cannot express is refused, e.g. a rollout longer than one step):
+- one env step of every env, then `system.gradient_steps_per_update` gradient steps (`grad_updates_per_step`) on
+  batches of `system.total_batch_size`; the warm-up fills `min_replay_size` = warm-up steps × envs, the buffer
+  holds `system.total_buffer_size`; both count in the budget, as ours do;
+- one learning rate (ours must give the actor, the critics and the temperature the same), γ, τ, reward scaling,
+  observation normalisation, network sizes and activation, two critics, temperature starting at 1, the greedy
+  evaluation (`deterministic_eval`): the same;
+- what stays brax's own: its target entropy is −|A|/2 (ours −|A|), its init lecun_uniform, its Adam's eps 1e-8
+  and no gradient clip (ours eps 1e-5 and `system.max_grad_norm`), its observation normalisation is not clipped,
+  its training envs restart from the state of their first reset, it masks the truncated step out of the critics'
+  loss (ours bootstraps it), and its first 8,192-odd steps act with the initial policy, as ours do.
+
 brax's side does not depend on our network's init or actor activation, so a change to those leaves its results
 standing: `--reuse` reads the seeds an earlier brax file already holds (refused if that file records another
 config; files written before the config was recorded are taken on trust) and runs only the others.
 
-Ours logs its run into `docs/results/brax_peer/ppo/<task>/ours_<first seed>/`; brax's per-seed returns go to
-`docs/results/brax_peer/ppo/<task>/brax_<first seed>.json`. README's "Continuous control" table is rendered from
-both (`python benchmarks/learning_table.py --from-logs`). "final" is the final params' return (ours: over 10× the
-evaluation episodes; brax: its last evaluation); "absolute" is, for ours, the best params re-evaluated over 10× the
-episodes, and for brax (which keeps no best params) its best evaluation, which is if anything generous to brax.
+Ours logs its run into `docs/results/brax_peer/<algorithm>/<task>/ours_<first seed>/`; brax's per-seed returns go to
+`docs/results/brax_peer/<algorithm>/<task>/brax_<first seed>.json`. README's "Continuous control" table is rendered
+from both (`python benchmarks/learning_table.py --from-logs`). "final" is the final params' return (ours: over 10×
+the evaluation episodes; brax: its last evaluation); "absolute" is, for ours, the best params re-evaluated over 10×
+the episodes, and for brax (which keeps no best params) its best evaluation, which is if anything generous to brax.
 Wall time is the whole program: compilation, learning and evaluations.
 """
 
@@ -49,37 +63,42 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 RESULTS = os.path.join(REPO_ROOT, "docs", "results", "brax_peer")
 TASKS = ("ant", "halfcheetah", "hopper", "walker2d", "humanoid")
+ALGORITHMS = ("ppo", "sac")
 
 
-def composed(task: str, first_seed: int, num_seeds: int, run_dir: str):
+def composed(algorithm: str, task: str, first_seed: int, num_seeds: int, run_dir: str):
     """The shipped defaults `env=brax/<task>` composes (its tuned file), for these seeds, logging into run_dir."""
     from stoix_like.config.compose import compose_config
 
-    return compose_config("ppo", [f"env=brax/{task}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
+    return compose_config(algorithm, [f"env=brax/{task}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
                                   f"logger.base_exp_path={run_dir}"])
 
 
-def run_ours(config) -> None:
+def run_ours(config, algorithm: str) -> None:
     """The population in one program; its run logs (final and absolute returns, wall time) are the record."""
     from stoix_like.run import experiment
     from stoix_like.systems import system_module
 
-    experiment.train(config, system_module("ppo").learner_setup, "ppo")
+    experiment.train(config, system_module(algorithm).learner_setup, algorithm)
 
 
-def brax_activation(config):
-    """brax's network factory takes one activation for both networks: the critic's, whose size and activation
-    mattered most on ant (a 64x64 tanh critic plateaued near 1,600)."""
+def brax_activation(torso) -> Any:
+    """brax's network factories take one activation for every network: PPO's is the critic's, whose size and
+    activation mattered most on ant (a 64x64 tanh critic plateaued near 1,600); SAC's is its critics'."""
     from flax import linen
 
-    name = str(config.network.critic_network.pre_torso.activation)
+    name = str(torso.activation)
     return getattr(linen, {"silu": "swish"}.get(name, name))
 
 
 def brax_kwargs(config) -> Dict[str, Any]:
-    """brax.training's PPO arguments for the same update as `config`'s (see the module's docstring)."""
-    from brax.training.agents.ppo import networks as ppo_networks
+    """brax.training's arguments for the same training as `config`'s, by algorithm (see the module's docstring)."""
+    return {"ppo": brax_ppo_kwargs, "sac": brax_sac_kwargs}[str(config.system.system_name)](config)
 
+
+def brax_common_kwargs(config) -> Dict[str, Any]:
+    """The arguments brax's PPO and SAC trainers share: budget, evaluations, envs, learning rate, discount, rewards and
+    observations."""
     system, arch = config.system, config.arch
     return dict(
         num_timesteps=int(arch.total_timesteps),
@@ -87,24 +106,72 @@ def brax_kwargs(config) -> Dict[str, Any]:
         num_eval_envs=int(arch.num_eval_episodes),
         episode_length=int(config.env.max_episode_steps),
         num_envs=int(arch.total_num_envs),
+        learning_rate=float(system.actor_lr),  # SAC: brax_sac_kwargs refuses a q_lr or alpha_lr that differs
+        discounting=float(system.gamma),
+        reward_scaling=float(system.reward_scale),
+        normalize_observations=bool(system.normalize_observations),
+    )
+
+
+def brax_ppo_kwargs(config) -> Dict[str, Any]:
+    """brax.training's PPO arguments for the same update as `config`'s."""
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    system, arch = config.system, config.arch
+    return dict(
+        **brax_common_kwargs(config),
         unroll_length=int(system.rollout_length),
         batch_size=int(arch.total_num_envs) // int(system.num_minibatches),
         num_minibatches=int(system.num_minibatches),
         num_updates_per_batch=int(system.epochs),
-        learning_rate=float(system.actor_lr),
         entropy_cost=float(system.ent_coef),
-        discounting=float(system.gamma),
         gae_lambda=float(system.gae_lambda),
         clipping_epsilon=float(system.clip_eps),
         vf_loss_coefficient=float(system.vf_coef),
         max_grad_norm=float(system.max_grad_norm),
-        reward_scaling=float(system.reward_scale),
-        normalize_observations=bool(system.normalize_observations),
         network_factory=functools.partial(
             ppo_networks.make_ppo_networks,
             policy_hidden_layer_sizes=tuple(config.network.actor_network.pre_torso.layer_sizes),
             value_hidden_layer_sizes=tuple(config.network.critic_network.pre_torso.layer_sizes),
-            activation=brax_activation(config)),
+            activation=brax_activation(config.network.critic_network.pre_torso)),
+    )
+
+
+def brax_sac_kwargs(config) -> Dict[str, Any]:
+    """brax.training's SAC arguments for the same training as `config`'s; what it cannot express exits in one line."""
+    from brax.training.agents.sac import networks as sac_networks
+
+    system, arch, network = config.system, config.arch, config.network
+    actor_sizes = tuple(network.actor_network.pre_torso.layer_sizes)
+    refusals = {
+        "system.rollout_length must be 1 (brax's SAC steps every env once per round of gradient steps)":
+            int(system.rollout_length) != 1,
+        "system.actor_lr, q_lr and alpha_lr must be equal (brax's SAC has one learning rate)":
+            len({float(system.actor_lr), float(system.q_lr), float(system.alpha_lr)}) != 1,
+        "the actor's and the critics' torsos must be alike (brax's SAC builds both from one size and activation)":
+            actor_sizes != tuple(network.q_network.pre_torso.layer_sizes)
+            or str(network.actor_network.pre_torso.activation) != str(network.q_network.pre_torso.activation),
+        "system.num_critics must be 2, init_alpha 1, target_update_period 1 and n_step 1 (brax's SAC fixes them)":
+            (int(system.num_critics), float(system.init_alpha), int(system.target_update_period),
+             int(system.n_step)) != (2, 1.0, 1, 1),
+        "system.prioritized_replay must be False (brax's SAC samples uniformly)": bool(system.prioritized_replay),
+        "system.decay_learning_rates must be False (brax's SAC keeps its learning rate)":
+            bool(system.decay_learning_rates),
+    }
+    refused = [why for why, broken in refusals.items() if broken]
+    if refused:
+        sys.exit(f"brax's SAC trainer cannot run this config: {refused[0]}")
+    return dict(
+        **brax_common_kwargs(config),
+        deterministic_eval=bool(arch.evaluation_greedy),
+        grad_updates_per_step=int(system.gradient_steps_per_update),
+        batch_size=int(system.total_batch_size),
+        min_replay_size=int(system.warmup_rollout_length) * int(arch.total_num_envs),
+        max_replay_size=int(system.total_buffer_size),
+        tau=float(system.tau),
+        network_factory=functools.partial(
+            sac_networks.make_sac_networks, hidden_layer_sizes=actor_sizes,
+            activation=brax_activation(network.q_network.pre_torso)),
     )
 
 
@@ -138,11 +205,13 @@ def run_brax(config, seeds: List[int], reused: Dict[int, Dict[str, Any]]) -> Dic
     import jax
     from brax import envs
     from brax.training.agents.ppo import train as ppo
+    from brax.training.agents.sac import train as sac
 
     from benchmarks.brax_ppo_peer import _restore_device_put_replicated
 
     _restore_device_put_replicated(jax)
     kwargs = brax_kwargs(config)
+    trainer = {"ppo": ppo, "sac": sac}[str(config.system.system_name)]
     env = envs.get_environment(str(config.env.scenario.name), **dict(config.env.kwargs))
     out: Dict[str, Any] = {"final": [], "absolute": [], "wall_seconds": 0.0, "wall_seconds_per_seed": [],
                            "evaluations": [], "reused": {}, "config": brax_record(config)}
@@ -161,7 +230,7 @@ def run_brax(config, seeds: List[int], reused: Dict[int, Dict[str, Any]]) -> Dic
         rewards = []
         progress = lambda step, metrics: rewards.append((int(step), float(metrics["eval/episode_reward"])))
         start = time.perf_counter()
-        ppo.train(environment=env, seed=seed, progress_fn=progress, **kwargs)
+        trainer.train(environment=env, seed=seed, progress_fn=progress, **kwargs)
         seconds = time.perf_counter() - start
         out["wall_seconds"] += seconds
         out["wall_seconds_per_seed"].append(seconds)
@@ -176,6 +245,7 @@ def run_brax(config, seeds: List[int], reused: Dict[int, Dict[str, Any]]) -> Dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=TASKS, required=True)
+    parser.add_argument("--algorithm", choices=ALGORITHMS, default="ppo")
     parser.add_argument("--first-seed", type=int, default=1000)
     parser.add_argument("--num-seeds", type=int, default=4)
     parser.add_argument("--side", choices=("ours", "brax", "both"), default="both")
@@ -186,14 +256,19 @@ def main() -> None:
         parser.error("--num-seeds must be at least 1")
     if args.reuse and not os.path.exists(args.reuse):
         parser.error(f"--reuse {args.reuse}: no such file")
-    out_dir = os.path.join(RESULTS, "ppo", args.task)
+    out_dir = os.path.join(RESULTS, args.algorithm, args.task)
     os.makedirs(out_dir, exist_ok=True)  # either side may be a task's first: brax's writes no folder of its own
     ours_dir = os.path.join(out_dir, f"ours_{args.first_seed}")
     seeds = list(range(args.first_seed, args.first_seed + args.num_seeds))
-    config = composed(args.task, args.first_seed, args.num_seeds, os.path.relpath(ours_dir))
+    config = composed(args.algorithm, args.task, args.first_seed, args.num_seeds, os.path.relpath(ours_dir))
+    if args.side in ("brax", "both"):
+        try:  # a config brax's trainer cannot express is refused before ours trains, not after
+            brax_kwargs(config)
+        except SystemExit as refusal:
+            parser.error(str(refusal))
     if args.side in ("ours", "both"):
         shutil.rmtree(ours_dir, ignore_errors=True)  # a population is one program: never pooled with an older one
-        run_ours(config)
+        run_ours(config, args.algorithm)
     if args.side in ("brax", "both"):
         reused = reused_seeds(args.reuse, config) if args.reuse else {}
         result = run_brax(config, seeds, reused)

@@ -498,6 +498,7 @@ class SACSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, Prioritize
     num_critics: int = key(NUM_CRITICS)
     alpha_lr: float = key(real("(0, inf)", "SAC's entropy temperature's " + LEARNING_RATE))
     init_alpha: float = key(real("(0, inf)", "SAC's initial entropy temperature, whose log is learnt"))
+    reward_scale: float = key(REWARD_SCALE)
 
 
 @dataclass

@@ -45,9 +45,15 @@ class CriticEnsemble(NamedTuple):
     num_critics: int
 
     def init(self, key: jax.Array, observation: Observation, action: jax.Array) -> Params:
-        """Parameters stacked on a leading critic axis."""
+        """Parameters stacked on a leading critic axis.
+
+        Initialised one critic after another (lax.map), not batched (vmap): a batched orthogonal init is a batched
+        LAPACK QR, which on XLA's CPU backend fans its batch out into the thread pool it runs on and waits; two such
+        QRs (two layers) running at once on a 2-thread pool each waited on work queued behind the other, and SAC's
+        setup hung for good with 2x256 critics on brax halfcheetah. The values are the same either way (checked by
+        benchmarks/params_digest.py --check)."""
         keys = jax.random.split(key, self.num_critics)
-        return jax.vmap(self.critic.init, in_axes=(0, None, None))(keys, observation, action)
+        return jax.lax.map(lambda critic_key: self.critic.init(critic_key, observation, action), keys)
 
     def apply(self, params: Params, observation: Observation, action: jax.Array) -> PyTree:
         """Every output with a leading critic axis."""

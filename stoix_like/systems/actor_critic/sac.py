@@ -72,7 +72,8 @@ def make_learn_from_batch(actor_apply: Callable, critic_apply: Callable, update_
         alpha = jnp.exp(params.log_alpha)
         next_action, next_log_prob = sample_action_and_log_prob(actor_apply(params.actor, batch.next_observation), key)
         next_q = critic_apply(params.critic.target, batch.next_observation, next_action)
-        target = losses.clipped_double_q_target(batch.reward, batch.discount, next_q, alpha * next_log_prob)
+        target = losses.clipped_double_q_target(float(system.reward_scale) * batch.reward, batch.discount, next_q,
+                                                alpha * next_log_prob)
         return continuous_control.critic_regression_loss(critic_params, critic_apply, batch, target, weights)
 
     def actor_loss(actor_params, critic_params, log_alpha, observation, key):
