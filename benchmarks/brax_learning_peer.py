@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import os
 import shutil
@@ -177,8 +178,8 @@ def brax_sac_kwargs(config) -> Dict[str, Any]:
 
 def brax_record(config) -> str:
     """What a brax result was trained on, to tell whether an older result file can stand for a seed today."""
-    kwargs = {key: value for key, value in brax_kwargs(config).items() if key != "network_factory"}
-    network = brax_kwargs(config)["network_factory"]
+    kwargs = brax_kwargs(config)
+    network = kwargs.pop("network_factory")
     kwargs.update(network.keywords, activation=getattr(network.keywords["activation"], "__name__", "?"))
     return json.dumps({"env": str(config.env.scenario.name), "env_kwargs": dict(config.env.kwargs), **kwargs},
                       sort_keys=True, default=str)
@@ -204,14 +205,13 @@ def reused_seeds(path: str, config) -> Dict[int, Dict[str, Any]]:
 def run_brax(config, seeds: List[int], reused: Dict[int, Dict[str, Any]]) -> Dict[str, Any]:
     import jax
     from brax import envs
-    from brax.training.agents.ppo import train as ppo
-    from brax.training.agents.sac import train as sac
 
     from benchmarks.brax_ppo_peer import _restore_device_put_replicated
 
     _restore_device_put_replicated(jax)
     kwargs = brax_kwargs(config)
-    trainer = {"ppo": ppo, "sac": sac}[str(config.system.system_name)]
+    # the algorithm's own trainer module, as the kwargs above were built for it (ALGORITHMS names both)
+    trainer = importlib.import_module(f"brax.training.agents.{config.system.system_name}.train")
     env = envs.get_environment(str(config.env.scenario.name), **dict(config.env.kwargs))
     out: Dict[str, Any] = {"final": [], "absolute": [], "wall_seconds": 0.0, "wall_seconds_per_seed": [],
                            "evaluations": [], "reused": {}, "config": brax_record(config)}
