@@ -208,8 +208,22 @@ def test_every_tuned_file_is_composed_on_its_task(path):
     assert (pathlib.Path(CONFIG_DIR) / f"{algorithm}.yaml").exists(), f"no config/{algorithm}.yaml"
     assert (pathlib.Path(CONFIG_DIR) / group / f"{choice}.yaml").exists(), f"no config/{group}/{choice}.yaml"
     composed = compose_config(algorithm, [f"{group}={choice}"])
-    for key, value in validation.leaves(OmegaConf.load(path)):
+    for key, value in _tuned_leaves(path):
         assert OmegaConf.select(composed, key) == value, f"{key} is not {value} with {group}={choice}"
+
+
+def _tuned_leaves(path: pathlib.Path):
+    """A tuned file's (key, value) leaves, those of the tuned files its defaults list composes first included
+    (config/tuned/td3/brax/ant.yaml is halfcheetah's recipe), its own last so that they win."""
+    content = OmegaConf.load(path)
+    leaves = {}
+    for entry in content.get("defaults", []):
+        if entry != "_self_":
+            included = pathlib.Path(CONFIG_DIR) / "tuned" / f"{str(entry).split('@')[0]}.yaml"
+            assert included.exists(), f"{path}: its default {entry} is no file under config/tuned"
+            leaves.update(_tuned_leaves(included))
+    leaves.update(validation.leaves(OmegaConf.masked_copy(content, [k for k in content if k != "defaults"])))
+    return leaves.items()
 
 
 def test_tuned_defaults_follow_the_env_and_yield_to_the_command_line(tmp_path):
