@@ -303,6 +303,10 @@ def test_a_saved_config_with_old_names_is_brought_up_to_date(compose):
     assert upgraded == current
     assert upgrade_saved_config(current, "qr_dqn") == current  # an up-to-date config is left as it is
 
+    current, saved = as_saved_before_the_renames("sac", {}, drop=("system.target_entropy_scale",))
+    assert current["system"]["target_entropy_scale"] == 1.0  # the default is the −|A| such a run aimed at
+    assert upgrade_saved_config(saved, "sac") == current
+
 
 def test_rainbow_s_equal_epsilons_are_fine(compose):
     validation.validate(compose("rainbow", ["system.epsilon_start=0.0", "system.epsilon_end=0.0"]))

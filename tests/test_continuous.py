@@ -226,6 +226,27 @@ def test_replay_ratio_line(compose):
     assert "0.125 gradient steps and 32 sampled transitions per env step" in line
 
 
+@pytest.mark.parametrize("scale, target", [(None, -1.0), (0.5, -0.5)])
+def test_sac_s_temperature_aims_at_the_configured_entropy(compose, monkeypatch, scale, target):
+    """Pendulum has one action dimension: the default aims at the SAC paper's −|A|, and
+    `system.target_entropy_scale=0.5` at brax's −|A|/2."""
+    import stoix_like.envs as envs_lib
+    from stoix_like.learner import budget as budget_lib
+
+    aimed_at = []
+    build = sac.make_learn_from_batch
+
+    def recording(*args, target_entropy, **kwargs):
+        aimed_at.append(target_entropy)
+        return build(*args, target_entropy=target_entropy, **kwargs)
+
+    monkeypatch.setattr(sac, "make_learn_from_batch", recording)
+    config = compose("sac", ["arch.total_num_envs=2", "arch.total_timesteps=50328", "system.total_buffer_size=256"]
+                     + ([] if scale is None else [f"system.target_entropy_scale={scale}"]))
+    sac.learner_setup(envs_lib.make(config.env)[0], jax.random.PRNGKey(0), config, budget_lib.make_budget(config))
+    assert aimed_at == [target]
+
+
 # ----------------------------------------------------------------------------------------------------
 # Learning: each shipped default (gymnax Pendulum-v1, 50,304 steps) as a population of seeds in one program
 # must meet its target in stoix_like/claims/learning_targets.py: an IQM bar and at most one seed below a floor.

@@ -50,7 +50,8 @@ LEARNING_RATES = {"actor_lr": "actor_network", "critic_lr": "critic_network", "q
                   "model_lr": ("representation_network", "dynamics_network", "prediction_network")}
 # Keys of one system or a few, outside any block.
 OWN_KEYS = {"system_name", "td_target", "distribution", "huber_delta", "regularization_weight", "num_critics",
-            "init_alpha", "reward_scale", "q_lambda", "gae_lambda", "clip_eps", "clip_value_loss", "ent_coef", "vf_coef",
+            "init_alpha", "target_entropy_scale", "reward_scale", "q_lambda", "gae_lambda", "clip_eps",
+            "clip_value_loss", "ent_coef", "vf_coef",
             "standardize_advantages", "recompute_advantages", "advantage_temperature", "max_advantage_weight",
             "num_sampled_actions", "top_k_fraction",
             "kl_target", "init_kl_coef", "drift_alpha", "drift_beta",

@@ -498,6 +498,9 @@ class SACSchema(TargetNetworkBlock, QLearningRate, ActorLearningRate, Prioritize
     num_critics: int = key(NUM_CRITICS)
     alpha_lr: float = key(real("(0, inf)", "SAC's entropy temperature's " + LEARNING_RATE))
     init_alpha: float = key(real("(0, inf)", "SAC's initial entropy temperature, whose log is learnt"))
+    target_entropy_scale: float = key(real("[0, inf)", "the temperature is learnt towards a policy entropy of "
+                                                       "−target_entropy_scale·|A| nats (the SAC paper: 1; brax's "
+                                                       "SAC: 0.5)"))
     reward_scale: float = key(REWARD_SCALE)
 
 

@@ -13,7 +13,8 @@ the keys that did not exist then with the values that reproduce what the old cod
 `add_later_keys(saved)` adds the keys that came after today's format (3) was first written, so every checkpoint
 of it reads too: Anakin's `arch.rollout_unroll` is 1 (its acting loop was not unrolled; the value changes speed,
 not results) and its `arch.seed_loop` vmap (its seeds were batched); either architecture's
-`arch.reference_timesteps` / `reference_source` are null, and `arch.pbt` is off. `upgrade_saved_config` applies it as well.
+`arch.reference_timesteps` / `reference_source` are null, `arch.pbt` is off, and SAC's `system.target_entropy_scale`
+is 1 (its temperature aimed at −|A|). `upgrade_saved_config` applies it as well.
 
 `batch_size` counted per (device, batch) slot; `total_batch_size` counts over all of them, so it becomes
 `batch_size × batch_slots` (n_devices × arch.update_batch_size of the saved run). Keys the systems no longer
@@ -73,6 +74,9 @@ def add_later_keys(saved: Dict[str, ConfigValue]) -> Dict[str, ConfigValue]:
         arch.setdefault("reference_source", None)
         # runs saved before PBT trained no population
         arch.setdefault("pbt", {"interval": None, "fraction": 0.25, "resample_probability": 0.25, "ranges": {}})
+    system = saved.get("system") or {}
+    if system.get("system_name") == "sac":  # SAC's temperature aimed at −|A| before the key
+        system.setdefault("target_entropy_scale", 1.0)
     return saved
 
 

@@ -1,5 +1,6 @@
 """SAC (Haarnoja et al., 2018): a tanh-squashed Gaussian actor, an ensemble of critics with a clipped
-double-Q soft target, and an entropy temperature learned towards the target entropy −|A|.
+double-Q soft target, and an entropy temperature learned towards the target entropy
+−`system.target_entropy_scale`·|A| (the paper's −|A| by default).
 
 Replay, warm-up and observation normalisation are the off-policy skeleton's (off_policy.py); critics,
 their regression and the optimisers are shared with TD3 / DDPG / D4PG (continuous_control.py).
@@ -127,7 +128,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         params=params, opt_states=opt_states,
         act=make_act(actor.apply),
         learn_from_batch=make_learn_from_batch(actor.apply, critics.apply, update_fns, config,
-                                        target_entropy=-float(action_space.action_dim)),
+                                        target_entropy=-float(system.target_entropy_scale) * action_space.action_dim),
         batches=replay.n_step_batches(system),
         eval_policy=actor_policy(actor.apply, greedy=bool(config.arch.evaluation_greedy)),
         eval_params=lambda slot: (slot.params.actor, slot.obs_norm),
