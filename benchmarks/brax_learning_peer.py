@@ -29,13 +29,14 @@ SAC (`brax_sac_kwargs`; what brax's trainer cannot express is refused, e.g. a ro
   batches of `system.total_batch_size`; the warm-up fills `min_replay_size` = warm-up steps × envs, the buffer
   holds `system.total_buffer_size`; both count in the budget, as ours do;
 - one learning rate (ours must give the actor, the critics and the temperature the same), γ, τ, reward scaling,
-  observation normalisation, network sizes and activation, two critics, temperature starting at 1 and aimed at an
-  entropy of −|A|/2 (ours must set `system.target_entropy_scale` 0.5), the greedy evaluation
-  (`deterministic_eval`): the same;
-- what stays brax's own: its init lecun_uniform, its Adam's eps 1e-8
-  and no gradient clip (ours eps 1e-5 and `system.max_grad_norm`), its observation normalisation is not clipped,
-  its training envs restart from the state of their first reset, it masks the truncated step out of the critics'
-  loss (ours bootstraps it), and its first 8,192-odd steps act with the initial policy, as ours do.
+  observation normalisation, network sizes and activation, two critics, temperature starting at 1, the greedy
+  evaluation (`deterministic_eval`): the same;
+- what stays brax's own: its temperature aims at an entropy of −|A|/2 (ours at −`system.target_entropy_scale`·|A|:
+  the same on ant, hopper and walker2d, whose files set 0.5; halfcheetah's keeps the SAC paper's 1), its init
+  lecun_uniform, its Adam's eps 1e-8 and no gradient clip (ours eps 1e-5 and `system.max_grad_norm`), its
+  observation normalisation is not clipped, its training envs restart from the state of their first reset, it
+  masks the truncated step out of the critics' loss (ours bootstraps it), and its first 8,192-odd steps act with
+  the initial policy, as ours do.
 
 brax's side does not depend on our network's init or actor activation, so a change to those leaves its results
 standing: `--reuse` reads the seeds an earlier brax file already holds (refused if that file records another
@@ -153,10 +154,9 @@ def brax_sac_kwargs(config) -> Dict[str, Any]:
         "the actor's and the critics' torsos must be alike (brax's SAC builds both from one size and activation)":
             actor_sizes != tuple(network.q_network.pre_torso.layer_sizes)
             or str(network.actor_network.pre_torso.activation) != str(network.q_network.pre_torso.activation),
-        "system.num_critics must be 2, init_alpha 1, target_entropy_scale 0.5, target_update_period 1 and n_step 1 "
-        "(brax's SAC fixes them)":
-            (int(system.num_critics), float(system.init_alpha), float(system.target_entropy_scale),
-             int(system.target_update_period), int(system.n_step)) != (2, 1.0, 0.5, 1, 1),
+        "system.num_critics must be 2, init_alpha 1, target_update_period 1 and n_step 1 (brax's SAC fixes them)":
+            (int(system.num_critics), float(system.init_alpha), int(system.target_update_period),
+             int(system.n_step)) != (2, 1.0, 1, 1),
         "system.prioritized_replay must be False (brax's SAC samples uniformly)": bool(system.prioritized_replay),
         "system.decay_learning_rates must be False (brax's SAC keeps its learning rate)":
             bool(system.decay_learning_rates),

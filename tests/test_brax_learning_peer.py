@@ -45,7 +45,6 @@ def test_ppo_s_mapping_still_reads_the_critic_s_activation(peer, tmp_path):
     ("system.q_lr=3e-4", "one learning rate"),
     ("network.q_network.pre_torso.layer_sizes=[128,128]", "one size and activation"),
     ("system.num_critics=3", "fixes them"),
-    ("system.target_entropy_scale=1.0", "fixes them"),
 ])
 def test_a_config_brax_s_sac_cannot_express_is_refused(peer, tmp_path, override, why):
     from stoix_like.config.compose import compose_config
