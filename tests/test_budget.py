@@ -193,6 +193,7 @@ def test_a_cpu_run_names_what_the_published_budget_would_cost_at_its_speed():
     assert "10% of the published recipe's 50,000,000 steps per seed (brax's notebook)" in line, line
     assert "would take this run about 1h23m20s at the speed" in line, line
     assert "()" not in experiment.reference_budget_cost(1, 2, None, 1.0)
+    assert "the budget is 0.32% of" in experiment.reference_budget_cost(192_000, 60_000_000, None, 1.0)
     # 4 seeds learning at 2,500 steps/s each (a population reports its speed per seed): 20,000 s for the four
     assert "about 5h33m20s for its 4 seeds" in experiment.reference_budget_cost(1, 50_000_000, None, 2_500.0, 4)
 

@@ -220,7 +220,9 @@ def _tuned_leaves(path: pathlib.Path):
     leaves = {}
     for entry in content.get("defaults", []):
         if entry != "_self_":
-            included = pathlib.Path(CONFIG_DIR) / "tuned" / f"{str(entry).split('@')[0]}.yaml"
+            name = str(entry).split("@")[0]  # relative to the tuned group, or absolute (/tuned/...)
+            included = pathlib.Path(CONFIG_DIR) / (name[1:] if name.startswith("/") else f"tuned/{name}")
+            included = included.with_suffix(".yaml")
             assert included.exists(), f"{path}: its default {entry} is no file under config/tuned"
             leaves.update(_tuned_leaves(included))
     leaves.update(validation.leaves(OmegaConf.masked_copy(content, [k for k in content if k != "defaults"])))

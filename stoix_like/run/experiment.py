@@ -231,7 +231,9 @@ def reference_budget_cost(total_timesteps: int, reference_timesteps: int, source
     user should see how far the published level is before reading this run's return against it."""
     where = f" ({source})" if source else ""
     seeds = f" for its {num_seeds} seeds" if num_seeds > 1 else ""
-    return (f"on this CPU the budget is {total_timesteps / reference_timesteps:.0%} of the published recipe's "
+    percent = 100.0 * total_timesteps / reference_timesteps
+    share = f"{percent:.0f}%" if percent >= 10 else f"{percent:.2g}%"  # a short probe is 0.32%, not 0%
+    return (f"on this CPU the budget is {share} of the published recipe's "
             f"{reference_timesteps:,} steps per seed{where}, which would take this run about "
             f"{format_duration(reference_timesteps / max(steps_per_second, 1e-9))}{seeds} at the speed measured here")
 
