@@ -250,16 +250,12 @@ def test_sac_s_temperature_aims_at_the_configured_entropy(compose, monkeypatch, 
 # ----------------------------------------------------------------------------------------------------
 # Learning: each shipped default (gymnax Pendulum-v1, 50,304 steps) as a population of seeds in one program
 # must meet its target in stoix_like/claims/learning_targets.py: an IQM bar and at most one seed below a floor.
+# (td3's is re-measured by the learning table's benchmark, moved out of CI for its time: learning_targets.COVERAGE)
 # ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.learning
 def test_sac_learns_pendulum(compose):
     assert_population_learns(compose, "sac")
-
-
-@pytest.mark.learning
-def test_td3_learns_pendulum(compose):
-    assert_population_learns(compose, "td3")
 
 
 @pytest.mark.learning

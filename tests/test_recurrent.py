@@ -21,12 +21,11 @@ from stoix_like.config.compose import compose_config
 from stoix_like.envs.environment import DiscreteActionSpace
 from stoix_like.errors import ConfigError
 from stoix_like.learner.evaluator import PolicyWithMemory, make_evaluator
-from stoix_like.claims.learning_targets import coverage_of, target_of
+from stoix_like.claims.learning_targets import coverage_of
 from stoix_like.networks.heads import policy_head
 from stoix_like.networks.recurrent import RecurrentActor, RecurrentCore, initial_hidden
 from stoix_like.networks.torsos import MLPTorso
-from stoix_like.claims.population import summarize
-from stoix_like.systems.on_policy import ppo, recurrent_ppo
+from stoix_like.systems.on_policy import recurrent_ppo
 from stoix_like.types import Observation
 
 CELLS = ["lstm", "gru"]
@@ -201,36 +200,8 @@ def test_a_resumed_run_carries_its_hidden_states_on(compose, tmp_path):
 
 
 # ----------------------------------------------------------------------------------- memory is shown to matter
-
-# Feed-forward PPO's shipped defaults (4 envs × 125 steps per update) at the smallest budget of whole updates
-# per evaluation that is no smaller than recurrent PPO's.
-def _feed_forward_budget(recurrent_steps: int) -> int:
-    per_evaluation = 10 * 125 * 4
-    return -(-recurrent_steps // per_evaluation) * per_evaluation
-
-
-@pytest.mark.learning
-@pytest.mark.slow
-def test_memory_matters_on_the_masked_cartpole(compose):
-    """Recurrent PPO's shipped defaults meet their target on CartPole without velocities (4 seeds, CI-sized; the
-    learning table trains 8); feed-forward PPO's defaults, with at least as many steps, stay far below."""
-    from stoix_like.claims.learning_population import train_population
-
-    coverage = coverage_of("rec_ppo")
-    recurrent = train_population("rec_ppo", compose, coverage.first_seed, coverage.num_seeds)
-    print(recurrent.describe())
-    assert not recurrent.problems, recurrent.describe()
-
-    target = target_of("rec_ppo")
-    config = compose("ppo", [f"env={target.env}", f"arch.seed={coverage.first_seed}",
-                             f"arch.num_seeds={coverage.num_seeds}",
-                             f"arch.total_timesteps={_feed_forward_budget(recurrent.steps_per_seed)}"])
-    feed_forward = summarize(experiment.train(config, ppo.learner_setup, "ppo").absolute_returns,
-                             experiment.seeds_of(config), target.solved_return)
-    print(f"feed-forward ppo on {target.env}: {feed_forward.describe()}")
-    # "clearly below": under half the recurrent IQM and under the target's floor
-    assert feed_forward.iqm < min(recurrent.summary.iqm / 2, target.seed_floor), feed_forward.describe()
-
+# (the masked CartPole's target is re-measured by `benchmarks/learning_table.py --algorithms rec_ppo`, moved out of CI
+# for its time: learning_targets.COVERAGE)
 
 @pytest.mark.learning
 @pytest.mark.slow
