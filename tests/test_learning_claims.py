@@ -195,6 +195,28 @@ def test_readme_s_pbt_table_is_what_the_committed_logs_render(learning_table_cli
         "--from-logs`")
 
 
+def test_readme_s_sweep_speed_table_is_what_the_committed_logs_render(learning_table_cli):
+    assert learning_table_cli.readme_table(learning_table_cli.SWEEP_SPEED_BLOCK) == \
+        learning_table_cli.rendered_sweep_speed_table(), (
+        "README.md's sweep-speed table is not what docs/results/sweep_in_one_program renders: run `python "
+        "benchmarks/learning_table.py --from-logs`")
+
+
+def test_a_sweep_speed_log_without_an_arm_is_an_error(learning_table_cli, tmp_path):
+    import json
+
+    from stoix_like.errors import ConfigError
+
+    with open(os.path.join(learning_table_cli.SWEEP_SPEED, "steps_500000.json")) as file:
+        log = json.load(file)
+    del log["arms"]["multirun"]
+    (tmp_path / "steps_500000.json").write_text(json.dumps(log))
+    with pytest.raises(ConfigError, match="no multirun arm"):
+        learning_table_cli.rendered_sweep_speed_table(str(tmp_path))
+    with pytest.raises(ConfigError, match="no sweep-speed logs"):
+        learning_table_cli.rendered_sweep_speed_table(str(tmp_path / "empty"))
+
+
 def test_the_pbt_table_without_a_fixed_arm_is_an_error(learning_table_cli, tmp_path):
     import shutil
 
