@@ -49,6 +49,22 @@ def test_resnet_torso_reads_stacked_frames():
         torso.init(jax.random.PRNGKey(0), jnp.zeros((2, 84)))
 
 
+def test_resnet_convolutions_as_patches_compute_xlas_convolution():
+    """The two ways of computing the 3×3 convolutions share parameters and agree; "auto" takes patches on a CPU."""
+    frames = jax.random.uniform(jax.random.PRNGKey(1), (2, 21, 17, 3))
+    torsos = {convolution: ResNetTorso(channels=[8, 16], layer_sizes=[32], convolution=convolution)
+              for convolution in ("xla", "patches", "auto")}
+    params = torsos["xla"].init(jax.random.PRNGKey(0), frames)
+    assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(
+        torsos["patches"].init(jax.random.PRNGKey(0), frames))
+    features = {convolution: torso.apply(params, frames) for convolution, torso in torsos.items()}
+    assert float(jnp.abs(features["xla"]).max()) > 0.1  # not a comparison of zeros
+    np.testing.assert_allclose(features["patches"], features["xla"], rtol=1e-4, atol=1e-4)
+    assert jax.default_backend() != "cpu" or bool(jnp.all(features["auto"] == features["patches"]))
+    with pytest.raises(ValueError, match="choose one of auto, xla, patches"):
+        ResNetTorso(channels=[8], layer_sizes=[8], convolution="fft").init(jax.random.PRNGKey(0), frames)
+
+
 @needs_envpool
 def test_training_envs_clip_and_end_lives_but_report_the_game_score():
     """Space Invaders pays 5 to 30 points an alien: the learner sees rewards clipped to 1, the metrics the points."""

@@ -111,6 +111,7 @@ def test_enumerations_are_the_code_s_own_choices():
     assert set(validation.DISTRIBUTIONS) == set(distributional_dqn.DISTRIBUTIONS)
     assert set(validation.ACTIVATIONS) == set(torsos._ACTIVATIONS)
     assert set(validation.KERNEL_INITS) == set(torsos.KERNEL_INITS)
+    assert set(validation.CONVOLUTIONS) == set(torsos.CONVOLUTIONS)
     assert set(validation.ENV_SUITES) == set(factory.AVAILABLE_SUITES)
     assert set(validation.OBSERVATION_LAYOUTS) == set(environment.OBSERVATION_LAYOUTS)
     assert set(validation.NEPTUNE_MODES) == set(logging_lib.NEPTUNE_MODES)

@@ -137,6 +137,7 @@ DISTRIBUTIONS = ("categorical", "quantile")  # systems/q_learning/distributional
 SEARCH_POLICIES = ("gumbel_muzero", "muzero")  # systems/search/mcts.py SEARCH_POLICIES
 ACTIVATIONS = ("elu", "gelu", "relu", "silu", "tanh")  # networks/torsos.py
 KERNEL_INITS = ("orthogonal", "lecun_uniform")  # networks/torsos.KERNEL_INITS
+CONVOLUTIONS = ("auto", "xla", "patches")  # networks/torsos.CONVOLUTIONS
 ENV_SUITES = ("gymnax", "brax", "jumanji", "navix", "xminigrid", "craftax", "pgx", "gymnasium", "envpool",
               "playground", "popjax")  # envs/factory.py AVAILABLE_SUITES
 OBSERVATION_LAYOUTS = ("flat", "image")  # envs/environment.py OBSERVATION_LAYOUTS

@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from stoix_like.config import schemas
 from stoix_like.config.spec import (  # noqa: F401 (the enumerations are read from here too)
-    ACTIVATIONS, BRAX_BACKENDS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, KERNEL_INITS,
+    ACTIVATIONS, BRAX_BACKENDS, CONVOLUTIONS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, KERNEL_INITS,
     MUNCHAUSEN_KEYS,
     NEPTUNE_MODES, OBSERVATION_LAYOUTS, PLAYGROUND_IMPLS, POSITIVE_INT, RECURRENT_CELLS, SAVED_PARAMS,
     SEARCH_POLICIES, SEED_LOOPS, TD_TARGETS, ConfigValue, Spec, _is_whole_float, choice, flag, int_list, integer,
@@ -67,6 +67,8 @@ SPECS: Dict[str, Spec] = {
                                              "(ResNetTorso: one per stage)"),
     "network.*.pre_torso.blocks_per_stage": integer("[0, inf)", "ResNetTorso: residual blocks after each stage's "
                                                                 "convolution and max-pool"),
+    "network.*.pre_torso.convolution": choice(CONVOLUTIONS, "ResNetTorso's 3×3 convolutions: XLA's, a matmul over "
+                                              "patches (fast on a CPU), or auto (patches on a CPU only)"),
     "network.*.pre_torso.kernel_sizes": int_list(POSITIVE_INT, "the convolutions' square kernel sizes"),
     "network.*.pre_torso.strides": int_list(POSITIVE_INT, "the convolutions' strides"),
     "network.representation_network.latent_size": integer(

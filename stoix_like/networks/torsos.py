@@ -99,23 +99,28 @@ class ResNetTorso(nn.Module):
     `blocks_per_stage` residual blocks (relu → conv 3×3 → relu → conv 3×3, added to the block's input). After
     the stages: relu, flatten, `layer_sizes` dense layers. Leading axes are batch axes, however many.
 
-    Unlike CNNTorso's patch-matrix convolutions (fast on CPU for small grids), these are `nn.Conv`: at 84×84 the
-    patch matrices of every layer would be 9× the activations, and accelerators have convolution kernels.
+    `convolution` picks how each 3×3 convolution is computed, the same function and parameters either way
+    (`Conv3x3`): "xla" (XLA's convolution), "patches" (a matmul over the 3×3 patches, as CNNTorso's) or "auto"
+    (patches on a CPU, XLA's convolution on an accelerator). On a CPU XLA's convolution gradients are slow inside
+    the learner's scanned updates: PPO with this torso on MinAtar Breakout learnt at 269 steps/s with "xla" and
+    1,991 with "patches" (one epoch of one minibatch, 2 cores, jax 0.10.2). The patches cost 9× a layer's
+    activations in memory, which an accelerator's convolution kernels do not need.
     """
 
     channels: Sequence[int]
     layer_sizes: Sequence[int]
     blocks_per_stage: int = 2
     activation: str = "relu"
+    convolution: str = "auto"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         x, batch_shape = _grids_in_one_batch("ResNetTorso", x)
         act = activation_by_name(self.activation)
+        as_patches = resolve_convolution(self.convolution) == "patches"
 
-        def conv(features: int) -> nn.Conv:
-            return nn.Conv(features, (3, 3), padding="SAME", kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)),
-                           bias_init=nn.initializers.zeros)
+        def conv(features: int) -> "Conv3x3":
+            return Conv3x3(features, as_patches)
 
         for channels in self.channels:
             x = conv(channels)(x)
@@ -125,6 +130,36 @@ class ResNetTorso(nn.Module):
                 x = x + conv(channels)(act(residual))
         x = act(x).reshape(batch_shape + (-1,))
         return MLPTorso(self.layer_sizes, self.activation)(x)
+
+
+CONVOLUTIONS = ("auto", "xla", "patches")
+
+
+def resolve_convolution(convolution: str) -> str:
+    """"auto" as the backend calls for: "patches" on a CPU, "xla" elsewhere."""
+    if convolution not in CONVOLUTIONS:
+        raise ValueError(f"unknown convolution {convolution!r}; choose one of {', '.join(CONVOLUTIONS)}")
+    if convolution == "auto":
+        return "patches" if jax.default_backend() == "cpu" else "xla"
+    return convolution
+
+
+class Conv3x3(nn.Module):
+    """A "SAME"-padded 3×3 convolution of stride 1 with a bias, orthogonal(√2) init: `nn.Conv`'s parameters
+    (kernel (3, 3, in, out), bias (out,)), computed by XLA's convolution or as a matmul over the 3×3 patches."""
+
+    features: int
+    as_patches: bool
+
+    @nn.compact
+    def __call__(self, images: jax.Array) -> jax.Array:
+        kernel = self.param("kernel", nn.initializers.orthogonal(np.sqrt(2.0)),
+                            (3, 3, images.shape[-1], self.features))
+        bias = self.param("bias", nn.initializers.zeros, (self.features,))
+        if self.as_patches:
+            return same_padded_patches(images, 3, 1) @ kernel.reshape(-1, self.features) + bias
+        return jax.lax.conv_general_dilated(images, kernel, (1, 1), "SAME",
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC")) + bias
 
 
 def same_padded_patches(images: jax.Array, kernel_size: int, stride: int) -> jax.Array:
