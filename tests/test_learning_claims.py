@@ -217,6 +217,20 @@ def test_a_sweep_speed_log_without_an_arm_is_an_error(learning_table_cli, tmp_pa
         learning_table_cli.rendered_sweep_speed_table(str(tmp_path / "empty"))
 
 
+def test_readme_s_resnet_check_table_is_what_the_committed_logs_render(learning_table_cli):
+    assert learning_table_cli.readme_table(learning_table_cli.TORSO_CHECK_BLOCK) == \
+        learning_table_cli.rendered_torso_check_table(), (
+        "README.md's ResNet-on-MinAtar table is not what docs/results/torso_check renders: run `python "
+        "benchmarks/learning_table.py --from-logs`")
+
+
+def test_the_resnet_check_table_without_logs_is_an_error(learning_table_cli, tmp_path):
+    from stoix_like.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no logged population"):
+        learning_table_cli.rendered_torso_check_table(str(tmp_path))
+
+
 def test_the_pbt_table_without_a_fixed_arm_is_an_error(learning_table_cli, tmp_path):
     import shutil
 

@@ -391,3 +391,30 @@ def _pbt_row(arm: str, group: runs.Group, logged: Population, reps: int) -> str:
     best = f"{max(logged.final.returns):.1f}" if logged.final else "not logged"
     return table_row([arm, seed_range(group.seed_numbers), f"{group.steps_per_seed:,}",
                       *_population_cells(logged, reps), best, _seconds(group.wall_seconds), group.started or "?"])
+
+
+def torso_check_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
+    """PPO's MinAtar populations by torso (`benchmarks/minatar_torso_check.py`'s `<game>/<torso>_<first seed>/`
+    folders under `root`), each judged against the game's MinAtar target; ConfigError when none is logged."""
+    from stoix_like.claims.learning_targets import MINATAR_TARGETS
+
+    lines = list(CONTINUOUS_HEADER)
+    for game in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        target = MINATAR_TARGETS[("ppo", f"gymnax/{game}")]
+        for name in sorted(os.listdir(os.path.join(root, game))):
+            (group,) = runs.group_runs(runs.load_runs([os.path.join(root, game, name)]))
+            if any((run.record or {}).get("status") != "done" for run in group.runs):
+                raise ConfigError(f"{os.path.join(root, game, name)}: the run has not finished: let it finish, "
+                                  "or re-run it")
+            logged = summarized(group, target)
+            misses = _misses(target, logged)
+            bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
+            lines.append(table_row([f"gymnax/{game}", f"ours (ppo, {name.rsplit('_', 1)[0]} torso)",
+                                    seed_range(group.seed_numbers), f"{group.steps_per_seed:,}",
+                                    *_population_cells(logged, reps),
+                                    ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
+                                    _seconds(group.wall_seconds), group.started or "?"]))
+    if len(lines) == len(CONTINUOUS_HEADER):
+        raise ConfigError(f"no logged population under {root}: run `python benchmarks/minatar_torso_check.py "
+                          "--task breakout`")
+    return "\n".join(lines)
