@@ -57,6 +57,8 @@ SWEEP_SPEED = os.path.join(RESULTS, "sweep_in_one_program")  # benchmarks/sweep_
 SWEEP_SPEED_BLOCK = "sweep-speed-table"  # README's sweep-speed table, in "Seeds, sweeps, clusters"
 TORSO_CHECK = os.path.join(RESULTS, "torso_check")  # benchmarks/minatar_torso_check.py
 TORSO_CHECK_BLOCK = "torso-check-table"  # README's ResNet-on-MinAtar table, in "Pixels"
+ATARI = os.path.join(RESULTS, "atari")  # PPO on Atari: benchmarks/sebulba_population.py --task envpool/<game>
+ATARI_BLOCK = "atari-table"  # README's Atari table, in "Pixels"
 GPU_BRAX = os.path.join(RESULTS, "gpu", "brax_ppo")  # brax's published budget in a GPU lease: brax_published_budget.py
 GPU_BRAX_BLOCK = "gpu-brax-table"  # README's brax table in "On a GPU"
 
@@ -110,6 +112,12 @@ def rendered_torso_check_table(root: str = TORSO_CHECK) -> str:
     from stoix_like.report.learning_table import torso_check_table
 
     return torso_check_table(root)
+
+
+def rendered_atari_table(root: str = ATARI) -> str:
+    from stoix_like.report.learning_table import atari_table
+
+    return atari_table(root)
 
 
 def rendered_sweep_speed_table(root: str = SWEEP_SPEED) -> str:
@@ -196,6 +204,7 @@ def main() -> int:
         readme_table(PIXELS_BLOCK)
         readme_table(SWEEP_SPEED_BLOCK)
         readme_table(TORSO_CHECK_BLOCK)
+        readme_table(ATARI_BLOCK)
     if args.from_logs:
         return render_into_readme("python benchmarks/learning_table.py --from-logs")
     selected = selected_targets(args.algorithms)
@@ -239,12 +248,14 @@ def render_into_readme(command: str) -> int:
     update_readme(rendered_pixels_table(), PIXELS_BLOCK)
     update_readme(rendered_sweep_speed_table(), SWEEP_SPEED_BLOCK)
     update_readme(rendered_torso_check_table(), TORSO_CHECK_BLOCK)
+    update_readme(rendered_atari_table(), ATARI_BLOCK)
     print(f"README.md: learning table rendered from {os.path.relpath(RUNS, REPO_ROOT)} and "
           f"{os.path.relpath(UNTUNED, REPO_ROOT)}, Sebulba's from {os.path.relpath(SEBULBA, REPO_ROOT)}, continuous "
           f"control's from {os.path.relpath(BRAX_PEER, REPO_ROOT)}, PBT's from "
           f"{os.path.relpath(PBT_RESULTS, REPO_ROOT)}, the GPU's brax table from {os.path.relpath(GPU_BRAX, REPO_ROOT)}, "
           f"the pixels table from {os.path.relpath(REJAX_PEER, REPO_ROOT)}, the ResNet check's from "
-          f"{os.path.relpath(TORSO_CHECK, REPO_ROOT)}, the sweep-speed table from "
+          f"{os.path.relpath(TORSO_CHECK, REPO_ROOT)}, the Atari table from {os.path.relpath(ATARI, REPO_ROOT)}, "
+          f"the sweep-speed table from "
           f"{os.path.relpath(SWEEP_SPEED, REPO_ROOT)}")
     return 0
 

@@ -8,6 +8,11 @@ stoix_like/claims/learning_targets.SEBULBA_TARGETS.
     python benchmarks/sebulba_population.py --algorithm impala -o network=mlp_impala_shared   # IMPALA, shared torso
     python benchmarks/sebulba_population.py --from-logs DIR               # summarise runs already in DIR/**/ppo.log
 
+Atari through envpool (`--task envpool/<game>`, judged against learning_targets.ATARI_TARGETS), README's Atari row:
+
+    python benchmarks/sebulba_population.py --task envpool/breakout --seeds 2 --results docs/results/atari/breakout \
+        -o network=cnn_ppo_nature_shared -o arch.total_timesteps=245760 -o arch.num_evaluation=5
+
 Each run logs under --results (default: a temporary folder) as a normal Hydra-less run does.
 """
 
@@ -44,13 +49,21 @@ def absolute_returns_in(directory: pathlib.Path, algorithm: str) -> List[Tuple[i
 def main(argv: List[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algorithm", default="ppo", choices=sorted(learning_targets.SEBULBA_TARGETS))
+    atari_tasks = sorted({env for _, env in learning_targets.ATARI_TARGETS})
+    parser.add_argument("--task", default=None, choices=atari_tasks,
+                        help="an Atari game (PPO only); default: the algorithm's CartPole target")
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--first-seed", type=int, default=1000, help="untuned seeds by default")
     parser.add_argument("--results", default=None)
     parser.add_argument("--from-logs", default=None, help="summarise the runs under this folder; train nothing")
     parser.add_argument("-o", "--override", action="append", default=[])
     args = parser.parse_args(argv)
-    target = learning_targets.SEBULBA_TARGETS[args.algorithm]
+    if args.task is None:
+        target = learning_targets.SEBULBA_TARGETS[args.algorithm]
+    elif (args.algorithm, args.task) in learning_targets.ATARI_TARGETS:
+        target = learning_targets.ATARI_TARGETS[(args.algorithm, args.task)]
+    else:
+        parser.error(f"--task {args.task} has a target for PPO only: drop --algorithm {args.algorithm}")
 
     if args.from_logs:
         seeds_and_returns = absolute_returns_in(pathlib.Path(args.from_logs), args.algorithm)

@@ -164,22 +164,31 @@ print(json.dumps({"steps_done": result.steps_done, "absolute": result.absolute_r
                   "calls": len(seen["ranges"]), "metrics": json.loads(metrics_file.read_text())}))
 '''
 
-# 2 evaluations × 2 updates × 16 steps × 4 envs = 256 steps, a small ResNet, one epoch of one minibatch; games cut
-# at 100 steps so that evaluations stay short (a truncation: the metrics still report the game's score so far)
+# 2 evaluations × 2 updates × 16 steps × 4 envs = 256 steps, one epoch of one minibatch; games cut at 100 steps so
+# that evaluations stay short (a truncation: the metrics still report the game's score so far)
 SMOKE_OVERRIDES = [
-    "arch=sebulba", "env=envpool/breakout", "network=resnet_ppo", "env.max_episode_steps=100",
+    "arch=sebulba", "env=envpool/breakout", "env.max_episode_steps=100",
     "arch.total_num_envs=4", "system.rollout_length=16", "arch.total_timesteps=256", "arch.num_evaluation=2",
     "arch.num_eval_episodes=2", "system.epochs=1", "system.num_minibatches=1",
-    *[f"network.{network}.pre_torso.{key}={value}" for network in ("actor_network", "critic_network")
-      for key, value in (("channels", "[4,8]"), ("blocks_per_stage", 1), ("layer_sizes", "[32]"))],
 ]
+# each image network a user is offered for Atari: a small ResNet (separate actor and critic), and the Nature CNN
+# under both heads (README's Atari row) with a small dense layer
+SMOKE_NETWORKS = {
+    "resnet": ["network=resnet_ppo", *[f"network.{network}.pre_torso.{key}={value}"
+                                       for network in ("actor_network", "critic_network")
+                                       for key, value in (("channels", "[4,8]"), ("blocks_per_stage", 1),
+                                                          ("layer_sizes", "[32]"))]],
+    "nature_cnn_shared": ["network=cnn_ppo_nature_shared", "network.actor_network.pre_torso.layer_sizes=[32]"],
+}
 
 
 @needs_envpool
-def test_ppo_on_breakout_runs_on_sebulba_with_the_resnet(tmp_path):
+@pytest.mark.parametrize("network", sorted(SMOKE_NETWORKS))
+def test_ppo_on_breakout_runs_on_sebulba_with_an_image_network(tmp_path, network):
     script = tmp_path / "smoke.py"
     script.write_text(SMOKE)
-    completed = run_python([str(script), str(tmp_path), str(REPO_ROOT / "tests"), json.dumps(SMOKE_OVERRIDES)],
+    overrides = [*SMOKE_OVERRIDES, *SMOKE_NETWORKS[network]]
+    completed = run_python([str(script), str(tmp_path), str(REPO_ROOT / "tests"), json.dumps(overrides)],
                            cwd=tmp_path, env={"JAX_PLATFORMS": "cpu"}, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads([line for line in completed.stdout.splitlines() if line.startswith("{")][-1])

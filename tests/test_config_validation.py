@@ -112,6 +112,7 @@ def test_enumerations_are_the_code_s_own_choices():
     assert set(validation.ACTIVATIONS) == set(torsos._ACTIVATIONS)
     assert set(validation.KERNEL_INITS) == set(torsos.KERNEL_INITS)
     assert set(validation.CONVOLUTIONS) == set(torsos.CONVOLUTIONS)
+    assert set(validation.PADDINGS) == set(torsos.PADDINGS)
     assert set(validation.ENV_SUITES) == set(factory.AVAILABLE_SUITES)
     assert set(validation.OBSERVATION_LAYOUTS) == set(environment.OBSERVATION_LAYOUTS)
     assert set(validation.NEPTUNE_MODES) == set(logging_lib.NEPTUNE_MODES)
@@ -538,7 +539,8 @@ def test_a_bad_value_exits_2_from_a_real_command_line(python_subprocess, tmp_pat
     ("dqn", "system", "ddqn"), ("dqn", "system", "mdqn"), ("ddpg", "system", "td3"), ("ppo", "network", "mlp_dpo"),
     ("ppo", "network", "cnn_ppo"), ("impala", "network", "mlp_impala_shared"), ("dqn", "network", "mlp_dqn_dueling"),
     ("rec_ppo", "network", "gru_rec_ppo"), ("ppo", "network", "mlp_ppo"), ("ppo", "network", "resnet_ppo"),
-    ("ppo", "network", "cnn_ppo_nature"), ("impala", "network", "resnet_impala"),
+    ("ppo", "network", "cnn_ppo_nature"), ("ppo", "network", "cnn_ppo_nature_shared"),
+    ("impala", "network", "resnet_impala"),
 ])
 def test_an_option_of_the_same_algorithm_fits(compose, algorithm, group, option):
     config = compose(algorithm, [f"{group}={option}"])

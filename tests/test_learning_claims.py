@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import pathlib
 from typing import Dict, List, Tuple
@@ -229,6 +230,28 @@ def test_the_resnet_check_table_without_logs_is_an_error(learning_table_cli, tmp
 
     with pytest.raises(ConfigError, match="no logged population"):
         learning_table_cli.rendered_torso_check_table(str(tmp_path))
+
+
+def test_readme_s_atari_table_is_what_the_committed_logs_render(learning_table_cli):
+    assert learning_table_cli.readme_table(learning_table_cli.ATARI_BLOCK) == \
+        learning_table_cli.rendered_atari_table(), (
+        "README.md's Atari table is not what docs/results/atari renders: run `python "
+        "benchmarks/learning_table.py --from-logs`")
+
+
+def test_the_atari_table_refuses_no_logs_and_an_unfinished_run(learning_table_cli, tmp_path):
+    import shutil
+
+    from stoix_like.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no logged Atari population"):
+        learning_table_cli.rendered_atari_table(str(tmp_path))
+    shutil.copytree(learning_table_cli.ATARI, tmp_path / "atari")
+    record = next((tmp_path / "atari").rglob("run.json"))
+    logged = json.loads(record.read_text())
+    record.write_text(json.dumps({**logged, "status": "running"}))
+    with pytest.raises(ConfigError, match="a run has not finished"):
+        learning_table_cli.rendered_atari_table(str(tmp_path / "atari"))
 
 
 def test_the_pbt_table_without_a_fixed_arm_is_an_error(learning_table_cli, tmp_path):

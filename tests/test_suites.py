@@ -23,7 +23,7 @@ from stoix_like.envs import factory
 from stoix_like.envs.environment import ContinuousActionSpace, Environment
 from stoix_like.envs.wrappers import VmapWrapper
 from stoix_like.networks.factory import build_actor
-from stoix_like.networks.torsos import same_padded_patches
+from stoix_like.networks.torsos import convolution_patches
 from stoix_like.types import StepType
 
 # suite -> the module its extra installs
@@ -219,14 +219,34 @@ def test_the_suite_s_action_mask_reaches_the_policy(suite: str, option: str):
 
 # ------------------------------------------------------------------------------------------ CNN torso
 
-def test_cnn_patches_compute_exactly_a_same_padded_convolution():
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_cnn_patches_compute_exactly_xlas_convolution(padding):
+    # 10×9 images, so that both axes meet kernels and strides that do and do not tile them evenly
     images = jax.random.normal(jax.random.PRNGKey(0), (3, 10, 9, 4))
-    for kernel_size, stride in [(3, 1), (4, 2)]:
+    for kernel_size, stride in [(3, 1), (4, 2), (8, 4), (3, 3)]:
         kernel = jax.random.normal(jax.random.PRNGKey(kernel_size), (kernel_size, kernel_size, 4, 6))
-        convolved = jax.lax.conv_general_dilated(images, kernel, (stride, stride), "SAME",
+        convolved = jax.lax.conv_general_dilated(images, kernel, (stride, stride), padding,
                                                  dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        patches = same_padded_patches(images, kernel_size, stride)
+        patches = convolution_patches(images, kernel_size, stride, padding)
+        assert patches.shape[:3] == convolved.shape[:3], (kernel_size, stride, padding)
         np.testing.assert_allclose(patches @ kernel.reshape(-1, 6), convolved, atol=1e-4)
+
+
+def test_the_nature_cnn_pads_valid_and_refuses_an_unknown_padding():
+    """network=cnn_ppo_nature's torso maps 84×84 frames to the paper's 7×7×64 = 3,136 features; an unknown
+    padding is named in the error."""
+    import hydra
+    from omegaconf import OmegaConf
+
+    frames = jnp.zeros((2, 84, 84, 4))
+    for name in ("cnn_ppo_nature", "cnn_ppo_nature_shared"):
+        network = OmegaConf.load(pathlib.Path(__file__).parents[1] / "config" / "network" / f"{name}.yaml")
+        torso = hydra.utils.instantiate(network.actor_network.pre_torso, layer_sizes=[])
+        assert torso.padding == "VALID", name
+        assert torso.init_with_output(jax.random.PRNGKey(0), frames)[0].shape == (2, 3136), name
+    assert torso.clone(padding="SAME").init_with_output(jax.random.PRNGKey(0), frames)[0].shape == (2, 7744)
+    with pytest.raises(ValueError, match="unknown padding 'FULL'"):
+        torso.clone(padding="FULL").init(jax.random.PRNGKey(0), frames)
 
 
 def test_an_image_observation_needs_a_cnn_and_a_cnn_needs_one(compose):

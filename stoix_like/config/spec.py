@@ -138,6 +138,7 @@ SEARCH_POLICIES = ("gumbel_muzero", "muzero")  # systems/search/mcts.py SEARCH_P
 ACTIVATIONS = ("elu", "gelu", "relu", "silu", "tanh")  # networks/torsos.py
 KERNEL_INITS = ("orthogonal", "lecun_uniform")  # networks/torsos.KERNEL_INITS
 CONVOLUTIONS = ("auto", "xla", "patches")  # networks/torsos.CONVOLUTIONS
+PADDINGS = ("SAME", "VALID")  # networks/torsos.PADDINGS
 ENV_SUITES = ("gymnax", "brax", "jumanji", "navix", "xminigrid", "craftax", "pgx", "gymnasium", "envpool",
               "playground", "popjax")  # envs/factory.py AVAILABLE_SUITES
 OBSERVATION_LAYOUTS = ("flat", "image")  # envs/environment.py OBSERVATION_LAYOUTS

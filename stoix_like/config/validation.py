@@ -35,7 +35,7 @@ from stoix_like.config import schemas
 from stoix_like.config.spec import (  # noqa: F401 (the enumerations are read from here too)
     ACTIVATIONS, BRAX_BACKENDS, CONVOLUTIONS, DISTRIBUTIONAL_TD_TARGETS, DISTRIBUTIONS, ENV_SUITES, EVAL_METRICS, KERNEL_INITS,
     MUNCHAUSEN_KEYS,
-    NEPTUNE_MODES, OBSERVATION_LAYOUTS, PLAYGROUND_IMPLS, POSITIVE_INT, RECURRENT_CELLS, SAVED_PARAMS,
+    NEPTUNE_MODES, OBSERVATION_LAYOUTS, PADDINGS, PLAYGROUND_IMPLS, POSITIVE_INT, RECURRENT_CELLS, SAVED_PARAMS,
     SEARCH_POLICIES, SEED_LOOPS, TD_TARGETS, ConfigValue, Spec, _is_whole_float, choice, flag, int_list, integer,
     real)
 from stoix_like.errors import ConfigError
@@ -70,6 +70,8 @@ SPECS: Dict[str, Spec] = {
     "network.*.pre_torso.convolution": choice(CONVOLUTIONS, "ResNetTorso's 3×3 convolutions: XLA's, a matmul over "
                                               "patches (fast on a CPU), or auto (patches on a CPU only)"),
     "network.*.pre_torso.kernel_sizes": int_list(POSITIVE_INT, "the convolutions' square kernel sizes"),
+    "network.*.pre_torso.padding": choice(PADDINGS, "CNNTorso's convolutions: SAME (zero-padded, a grid keeps its "
+                                          "size at stride 1) or VALID (unpadded, the Nature DQN network's)"),
     "network.*.pre_torso.strides": int_list(POSITIVE_INT, "the convolutions' strides"),
     "network.representation_network.latent_size": integer(
         POSITIVE_INT, "MuZero's latent state width (its representation's and dynamics' output)"),
@@ -399,7 +401,8 @@ def _torsos_read_the_observation_layout(values: Mapping[str, ConfigValue]) -> Op
                     "set env.observation_layout=image (the suite must observe a grid).")
         if target not in IMAGE_TORSOS and layout == "image":
             return (f"env.observation_layout=image keeps grid observations, which {key}={target} does not read: "
-                    "choose a CNN network (network=cnn_ppo; Atari frames: network=resnet_ppo or cnn_ppo_nature) "
+                    "choose a CNN network (network=cnn_ppo; Atari frames: network=resnet_ppo, cnn_ppo_nature or "
+                    "cnn_ppo_nature_shared) "
                     "or env.observation_layout=flat.")
         head = key[: -len("._target_")]
         lengths = {name: len(values[f"{head}.{name}"]) for name in ("channels", "kernel_sizes", "strides")

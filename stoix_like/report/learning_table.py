@@ -393,6 +393,53 @@ def _pbt_row(arm: str, group: runs.Group, logged: Population, reps: int) -> str:
                       *_population_cells(logged, reps), best, _seconds(group.wall_seconds), group.started or "?"])
 
 
+def finished_population(directory: str) -> runs.Group:
+    """The one population (a configuration's seeds) logged under `directory`; ConfigError when its runs have not
+    all finished or are of more than one configuration."""
+    groups = runs.group_runs(runs.load_runs([directory]))
+    if len(groups) != 1:
+        raise ConfigError(f"{directory}: {len(groups)} configurations logged where one population belongs: keep one")
+    (group,) = groups
+    if any((run.record or {}).get("status") != "done" for run in group.runs):
+        raise ConfigError(f"{directory}: a run has not finished: let it finish, or re-run it")
+    return group
+
+
+def _judged_row(task: str, trainer: str, group: runs.Group, logged: Population, misses: List[str], bar: str,
+                reps: int) -> str:
+    """A CONTINUOUS_HEADER row of one population of ours, its target cell "met" or what it missed, then the bar."""
+    return table_row([task, trainer, seed_range(group.seed_numbers), f"{group.steps_per_seed:,}",
+                      *_population_cells(logged, reps),
+                      ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
+                      _seconds(group.wall_seconds), group.started or "?"])
+
+
+def atari_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
+    """PPO's Atari populations (`<root>/<game>/seed_<k>/`, single-seed Sebulba runs of
+    `benchmarks/sebulba_population.py --task envpool/<game>`), each judged against learning_targets.ATARI_TARGETS
+    and the issue's hour per run on a CPU; ConfigError when none is logged."""
+    from stoix_like.claims.learning_targets import ATARI_HOUR_ON_A_CPU_SECONDS, ATARI_TARGETS
+
+    lines = list(CONTINUOUS_HEADER)
+    for game in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        group = finished_population(os.path.join(root, game))
+        target = ATARI_TARGETS[(group.algorithm, f"envpool/{game}")]
+        logged = summarized(group, target)
+        misses = _misses(target, logged)
+        longest = max(float((run.record or {}).get("wall_seconds") or float("nan")) for run in group.runs)
+        if not longest <= ATARI_HOUR_ON_A_CPU_SECONDS:
+            misses.append(f"the longest run took {longest:.0f} s, over {ATARI_HOUR_ON_A_CPU_SECONDS:.0f}")
+        network = "shared torso" if group.runs[0].config.get("network.shared_torso") else "separate torsos"
+        bar = (f"every seed ≥ {target.seed_floor:g} in a run of at most {ATARI_HOUR_ON_A_CPU_SECONDS:.0f} s "
+               f"(longest {longest:.0f} s)")
+        lines.append(_judged_row(f"envpool/{game}", f"ours ({group.algorithm}, {network})", group, logged, misses,
+                                 bar, reps))
+    if len(lines) == len(CONTINUOUS_HEADER):
+        raise ConfigError(f"no logged Atari population under {root}: run `python benchmarks/sebulba_population.py "
+                          "--task envpool/breakout ...` (its docstring gives README's command)")
+    return "\n".join(lines)
+
+
 def torso_check_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
     """PPO's MinAtar populations by torso (`benchmarks/minatar_torso_check.py`'s `<game>/<torso>_<first seed>/`
     folders under `root`), each judged against the game's MinAtar target; ConfigError when none is logged."""
@@ -402,18 +449,12 @@ def torso_check_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
     for game in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         target = MINATAR_TARGETS[("ppo", f"gymnax/{game}")]
         for name in sorted(os.listdir(os.path.join(root, game))):
-            (group,) = runs.group_runs(runs.load_runs([os.path.join(root, game, name)]))
-            if any((run.record or {}).get("status") != "done" for run in group.runs):
-                raise ConfigError(f"{os.path.join(root, game, name)}: the run has not finished: let it finish, "
-                                  "or re-run it")
+            group = finished_population(os.path.join(root, game, name))
             logged = summarized(group, target)
             misses = _misses(target, logged)
             bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
-            lines.append(table_row([f"gymnax/{game}", f"ours (ppo, {name.rsplit('_', 1)[0]} torso)",
-                                    seed_range(group.seed_numbers), f"{group.steps_per_seed:,}",
-                                    *_population_cells(logged, reps),
-                                    ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
-                                    _seconds(group.wall_seconds), group.started or "?"]))
+            lines.append(_judged_row(f"gymnax/{game}", f"ours (ppo, {name.rsplit('_', 1)[0]} torso)", group,
+                                     logged, misses, bar, reps))
     if len(lines) == len(CONTINUOUS_HEADER):
         raise ConfigError(f"no logged population under {root}: run `python benchmarks/minatar_torso_check.py "
                           "--task breakout`")
