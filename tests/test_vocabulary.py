@@ -130,7 +130,8 @@ def test_keys_are_spelt_the_american_way(configs):
 
 def test_network_files_are_named_torso_system_variant():
     systems = "|".join(sorted(ALGORITHMS, key=len, reverse=True))  # longest first: qr_dqn before dqn
-    pattern = re.compile(rf"^(mlp|cnn|resnet|lstm|gru)_({systems})(_[a-z0-9]+)?$")
+    # at most two variant words: a network, then how its heads share it (cnn_ppo_nature_shared)
+    pattern = re.compile(rf"^(mlp|cnn|resnet|lstm|gru)_({systems})(_[a-z0-9]+){{0,2}}$")
     misnamed = [option for option in available_options("network") if not pattern.match(option)]
     assert not misnamed, misnamed
 
