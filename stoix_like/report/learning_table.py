@@ -142,7 +142,7 @@ def verdict(target: LearningTarget, tuned: Population, untuned: Optional[Populat
     unjudged = [name for name, summary in judged if summary is None]
     bar = (f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}; "
            f"solved ≥ {target.solved_return:g}")
-    head = "met" if not misses else "**MISSED** (" + "; ".join(misses) + ")"
+    head = met_or_missed(misses)
     tail = "" if not unjudged else f"; not judged: {', '.join(unjudged)} (not logged)"
     return f"{head}: {bar}{tail}"
 
@@ -186,6 +186,16 @@ SEBULBA_HEADER = [
     "|---|---|---|---|---|---|---|---|---|---|"]
 
 
+def met_or_missed(misses: Sequence[str]) -> str:
+    """A target cell's head: "met", or what was missed, each named."""
+    return "met" if not misses else "**MISSED** (" + "; ".join(misses) + ")"
+
+
+def network_label(group: runs.Group) -> str:
+    """Whether the group's actor-critic runs one torso under both heads (`network.shared_torso`) or two."""
+    return "shared torso" if group.runs[0].config.get("network.shared_torso") else "separate torsos"
+
+
 def _misses(target: LearningTarget, logged: Population) -> List[str]:
     """What a population misses of its target on its absolute and (where logged) final returns, each named."""
     return [f"{name}: " + "; ".join(missed) for name, summary in (("absolute", logged.absolute),
@@ -202,12 +212,12 @@ def sebulba_table(root: str) -> str:
         (group,) = runs.group_runs(runs.load_runs([os.path.join(root, folder)]))
         target = SEBULBA_TARGETS[group.algorithm]
         logged = summarized(group, target)
-        network = "shared torso" if group.runs[0].config.get("network.shared_torso") else "separate torsos"
+        network = network_label(group)
         seeds = group.seed_numbers
         problems = _misses(target, logged)
         bar = (f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}; "
                f"solved ≥ {target.solved_return:g}")
-        judged = ("met" if not problems else "**MISSED** (" + "; ".join(problems) + ")") + f": {bar}" + (
+        judged = met_or_missed(problems) + f": {bar}" + (
             "; final not judged (not logged)" if logged.final is None else "")
         cells = [folder, f"{group.algorithm}, {network}", f"{len(seeds)} ({seeds[0]}..{seeds[-1]})",
                  f"{group.steps_per_seed:,}", *_population_cells(logged, statistics.DEFAULT_REPS), judged,
@@ -278,7 +288,7 @@ def peer_table(root: str, targets: Dict[RowKey, LearningTarget], peer: Peer,
             bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
             lines.append(table_row([env, f"ours ({algorithm})", seed_range(seeds), f"{group.steps_per_seed:,}",
                                     *_population_cells(logged, reps, ours_final),
-                                    ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
+                                    met_or_missed(misses) + f": {bar}",
                                     _seconds(group.wall_seconds), group.started or "?"]))
             lines.append(_peer_row(peer, os.path.join(folder, f"{peer.prefix}_{name[len('ours_'):]}.json"), algorithm,
                                    env, seeds, target, group.steps_per_seed, reps, ours_final, group.wall_seconds))
@@ -410,7 +420,7 @@ def _judged_row(task: str, trainer: str, group: runs.Group, logged: Population, 
     """A CONTINUOUS_HEADER row of one population of ours, its target cell "met" or what it missed, then the bar."""
     return table_row([task, trainer, seed_range(group.seed_numbers), f"{group.steps_per_seed:,}",
                       *_population_cells(logged, reps),
-                      ("met" if not misses else "**MISSED** (" + "; ".join(misses) + ")") + f": {bar}",
+                      met_or_missed(misses) + f": {bar}",
                       _seconds(group.wall_seconds), group.started or "?"])
 
 
@@ -426,10 +436,14 @@ def atari_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
         target = ATARI_TARGETS[(group.algorithm, f"envpool/{game}")]
         logged = summarized(group, target)
         misses = _misses(target, logged)
-        longest = max(float((run.record or {}).get("wall_seconds") or float("nan")) for run in group.runs)
-        if not longest <= ATARI_HOUR_ON_A_CPU_SECONDS:
+        walls = [wall for run in group.runs if (wall := (run.record or {}).get("wall_seconds")) is not None]
+        if len(walls) != len(group.runs):
+            raise ConfigError(f"{os.path.join(root, game)}: a run.json has no wall_seconds, so the hour per run "
+                              "cannot be judged: re-run it")
+        longest = max(float(wall) for wall in walls)
+        if longest > ATARI_HOUR_ON_A_CPU_SECONDS:
             misses.append(f"the longest run took {longest:.0f} s, over {ATARI_HOUR_ON_A_CPU_SECONDS:.0f}")
-        network = "shared torso" if group.runs[0].config.get("network.shared_torso") else "separate torsos"
+        network = network_label(group)
         bar = (f"every seed ≥ {target.seed_floor:g} in a run of at most {ATARI_HOUR_ON_A_CPU_SECONDS:.0f} s "
                f"(longest {longest:.0f} s)")
         lines.append(_judged_row(f"envpool/{game}", f"ours ({group.algorithm}, {network})", group, logged, misses,
