@@ -1,14 +1,14 @@
-"""Ours against rejax's PPO or PQN on a MinAtar game: the same env (gymnax), budget, update shape,
+"""Ours against rejax's PPO, PQN or DQN on a MinAtar game: the same env (gymnax), budget, update shape,
 hyperparameters and seeds, each side's seeds in one program.
 
-    python benchmarks/minatar_rejax_peer.py --task breakout [--algorithm ppo|pqn] [--first-seed 1001]
+    python benchmarks/minatar_rejax_peer.py --task breakout [--algorithm ppo|pqn|dqn] [--first-seed 1001]
                                             [--num-seeds 4] [--side ours|rejax|both] [--timesteps 5120000]
 
 Ours is the shipped file for the algorithm and game (`config/tuned/<algorithm>/gymnax/<game>.yaml`, composed by
 `env=gymnax/<game>`) at the issue's budget of 5,120,000 steps per seed (`arch.total_timesteps` is the one override;
 a file's own budget may be sized for its CI-checked row). rejax (installed with `pip install --no-deps rejax`; not
-one of our dependencies) trains `rejax.PPO` (or `rejax.PQN`) on the same gymnax env with the numbers read from that
-composed config. PPO:
+one of our dependencies) trains `rejax.PPO` (or `rejax.PQN`, `rejax.DQN`) on the same gymnax env with the numbers
+read from that composed config. PPO:
 
 - one update = every env unrolled `system.rollout_length` steps (rejax: `num_envs`, `num_steps`), `system.epochs`
   passes (`num_epochs`) over `system.num_minibatches` minibatches;
@@ -22,6 +22,11 @@ PQN: the same update shape, learning rate, gradient-norm clip, γ, λ (rejax's `
 fraction (`exploration_fraction`); rejax's Q-network is always 2 × 64 with relu after LayerNorm, so ours must be
 too, and its rewards are never scaled (`system.reward_scale` must be 1). What stays rejax's own: a constant learning
 rate, its init, and ε = 0.005 when it evaluates (ours evaluates greedily).
+
+DQN: `rejax_peer.rejax_dqn_config` (shared with benchmarks/value_based_cartpole.py) says what maps onto what: the same
+envs, gradient steps per env step, batch, buffer, warm-up, learning rate, gradient-norm clip, γ, ε schedule and
+target copies; rejax's network is 2 × 64 and its loss the squared error, so ours must be too. rejax evaluates it at
+ε = 0.005, ours greedily.
 
 rejax runs its seeds as one program too (`jax.vmap` of its `train` over the seeds' keys), its evaluator inside it
 (128 episodes every `total_timesteps / arch.num_evaluation` steps, and once before training). Ours logs its run into
@@ -51,7 +56,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stoix_like.claims.learning_targets import MINATAR_GAMES  # noqa: E402  (after the path is set)
 RESULTS = os.path.join(REPO_ROOT, "docs", "results", "rejax_peer")
 TUNED = os.path.join(REPO_ROOT, "config", "tuned")
-ALGORITHMS = ("ppo", "pqn")
+ALGORITHMS = ("ppo", "pqn", "dqn")
 BUDGET = 5_120_000  # the issue's "at least 5M steps", in whole evaluation intervals of the shipped update
 
 
@@ -59,12 +64,17 @@ def composed(algorithm: str, game: str, first_seed: int, num_seeds: int, timeste
     from stoix_like.config.compose import compose_config
 
     return compose_config(algorithm, [f"env=gymnax/{game}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
-                                  f"arch.total_timesteps={timesteps}", f"logger.base_exp_path={run_dir}"])
+                                      f"arch.total_timesteps={timesteps}", f"logger.base_exp_path={run_dir}"])
 
 
 def rejax_config(config) -> Dict[str, Any]:
-    """rejax's arguments for the composed config's algorithm (PPO or PQN)."""
-    return rejax_pqn_config(config) if config.system.system_name == "pqn" else rejax_ppo_config(config)
+    """rejax's arguments for the composed config's algorithm (PPO, PQN or DQN)."""
+    algorithm = str(config.system.system_name)
+    if algorithm == "dqn":
+        from rejax_peer import rejax_dqn_config  # benchmarks/, on the path as for run_rejax
+
+        return rejax_dqn_config(config, eval_freq=int(config.arch.total_timesteps) // int(config.arch.num_evaluation))
+    return rejax_pqn_config(config) if algorithm == "pqn" else rejax_ppo_config(config)
 
 
 def rejax_pqn_config(config) -> Dict[str, Any]:

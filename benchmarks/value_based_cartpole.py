@@ -23,7 +23,7 @@ from typing import Callable, Dict
 import jax
 
 from loop_timing import OurLearning, compare_learning, start_backend_as_run_would  # same directory, as below
-from rejax_peer import rejax_learning
+from rejax_peer import rejax_dqn_config, rejax_learning
 
 NUM_ENVS = 16
 NUM_EVALUATION = 10
@@ -57,37 +57,11 @@ def ours(config_name: str, learner_setup: Callable, overrides, seed: int) -> Our
     return OurLearning(learner_setup, compose(config_name, list(overrides) + [f"arch.seed={seed}"]), seed)
 
 
-def rejax_dqn_config(system, network) -> Dict:
-    """Our DQN config in rejax's terms. rejax steps every env once per iteration, then takes `num_epochs`
-    gradient steps: ours takes `gradient_steps_per_update` gradient steps per `rollout_length` steps, the same
-    number per env step. Its target update (Polyak with `polyak`, or a copy) happens every `target_update_freq` env
-    steps; ours every `target_update_period` gradient steps, converted here. Differences it does not let us
-    remove: its buffer fill is uniform-random acting (ours acts ε-greedily, ε = 1 at first, so the same), it clips
-    gradients element-wise rather than by global norm, and it treats time-limit ends as terminations."""
-    gradient_steps = int(system.gradient_steps_per_update)
-    gradient_steps_per_iteration = gradient_steps // int(system.rollout_length)
-    assert gradient_steps_per_iteration * int(system.rollout_length) == gradient_steps, "no exact rejax equivalent"
-    env_steps_per_gradient_step = NUM_ENVS / gradient_steps_per_iteration
-    if list(network.q_network.pre_torso.layer_sizes) != [64, 64]:
-        print("note: rejax's DQN network is fixed at 64×64; ours is "
-              f"{list(network.q_network.pre_torso.layer_sizes)}")
-    return dict(
-        agent="QNetwork", agent_kwargs={"activation": str(network.q_network.pre_torso.activation)},
-        num_envs=NUM_ENVS, num_epochs=gradient_steps_per_iteration, total_timesteps=DQN_TOTAL_TIMESTEPS,
-        eval_freq=DQN_TOTAL_TIMESTEPS, buffer_size=int(system.total_buffer_size),
-        fill_buffer=int(system.warmup_rollout_length) * NUM_ENVS, batch_size=int(system.total_batch_size),
-        learning_rate=float(system.q_lr), max_grad_norm=float(system.max_grad_norm), gamma=float(system.gamma),
-        eps_start=float(system.epsilon_start), eps_end=float(system.epsilon_end),
-        exploration_fraction=float(system.epsilon_decay_fraction), ddqn=system.td_target == "double_q_learning",
-        polyak=1.0 - float(system.tau) if float(system.tau) < 1.0 else 0.0,
-        target_update_freq=int(round(int(system.target_update_period) * env_steps_per_gradient_step)),
-    )
-
-
-def rejax_pqn_config(system, network) -> Dict:
+def rejax_pqn_config(config) -> Dict:
     """Our PQN config in rejax's terms. Differences it does not let us remove: there is no reward scaling in its
     targets, its learning rate is constant (ours may decay linearly to 0) and its gradients are clipped
     element-wise rather than by global norm. Its network is fixed: 64×64, LayerNorm then ReLU."""
+    system, network = config.system, config.network
     assert list(network.q_network.pre_torso.layer_sizes) == [64, 64], "rejax's PQN network is 64×64"
     return dict(
         num_envs=NUM_ENVS, num_steps=PQN_ROLLOUT_LENGTH, num_epochs=int(system.epochs),
@@ -123,7 +97,8 @@ def main() -> None:
 
     contenders = {}
     if args.only in (None, "dqn"):
-        contenders["DQN"] = ("dqn", dqn.learner_setup, DQN_OVERRIDES, "DQN", rejax_dqn_config)
+        contenders["DQN"] = ("dqn", dqn.learner_setup, DQN_OVERRIDES, "DQN",
+                             lambda config: rejax_dqn_config(config, eval_freq=DQN_TOTAL_TIMESTEPS))
     if args.only in (None, "pqn"):
         if pqn is None:
             print("PQN: stoix_like.systems.on_policy.pqn is not there yet; benchmarking DQN only")
@@ -135,7 +110,7 @@ def main() -> None:
         learners = {f"{label} ours": ours(config_name, learner_setup, overrides, args.seed)}
         if not args.skip_rejax:
             config = compose(config_name, overrides)
-            peer = rejax_learning(rejax_name, rejax_config(config.system, config.network), args.seed)
+            peer = rejax_learning(rejax_name, rejax_config(config), args.seed)
             if peer is None:
                 print("rejax is not installed: `pip install --no-deps rejax` to compare with it")
             else:

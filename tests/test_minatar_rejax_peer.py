@@ -38,7 +38,22 @@ def test_ppo_s_shipped_freeway_file_maps_onto_rejax_s_ppo(peer, tmp_path):
     assert kwargs["agent_kwargs"] == dict(activation="tanh", hidden_layer_sizes=[64, 64])
 
 
+def test_dqn_s_shipped_breakout_file_maps_onto_rejax_s_dqn(peer, tmp_path):
+    """The same gradient steps per env step (8 per 4 steps of 128 envs: 2 after each step of them), and the target
+    copy every 125 gradient steps is every 125 × 64 = 8,000 env steps in rejax's count."""
+    config = peer.composed("dqn", "breakout", 1001, 4, 5_120_000, str(tmp_path))
+    assert peer.rejax_config(config) == dict(
+        agent="QNetwork", agent_kwargs={"activation": "relu"}, num_envs=128, num_epochs=2, total_timesteps=5_120_000,
+        eval_freq=512_000, buffer_size=100_000, fill_buffer=5_120, batch_size=256, learning_rate=2.5e-4,
+        max_grad_norm=10.0, gamma=0.99, eps_start=1.0, eps_end=0.1, exploration_fraction=0.02, ddqn=False,
+        polyak=0.0, target_update_freq=8_000, normalize_observations=False)
+
+
 @pytest.mark.parametrize("algorithm, override, why", [
+    ("dqn", "system.huber_delta=1.0", "squared TD error"),
+    ("dqn", "system.gradient_steps_per_update=6", "must be a multiple of system.rollout_length=4"),
+    ("dqn", "network.q_network.pre_torso.layer_sizes=[128,128]", "fixed at 2 x 64"),
+    ("dqn", "system.n_step=3", "one-step transitions"),
     ("pqn", "system.reward_scale=0.1", "does not scale rewards"),
     ("pqn", "network.q_network.pre_torso.layer_sizes=[128,128]", "fixed, 2 x 64"),
     ("ppo", "system.critic_lr=1e-3", "one learning rate"),
