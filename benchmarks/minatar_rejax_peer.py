@@ -23,9 +23,9 @@ fraction (`exploration_fraction`); rejax's Q-network is always 2 × 64 with relu
 too, and its rewards are never scaled (`system.reward_scale` must be 1). What stays rejax's own: a constant learning
 rate, its init, and ε = 0.005 when it evaluates (ours evaluates greedily).
 
-DQN: `rejax_peer.rejax_dqn_config` (shared with benchmarks/value_based_cartpole.py) says what maps onto what: the same
-envs, gradient steps per env step, batch, buffer, warm-up, learning rate, gradient-norm clip, γ, ε schedule and
-target copies; rejax's network is 2 × 64 and its loss the squared error, so ours must be too. rejax evaluates it at
+DQN: `rejax_arguments.rejax_dqn_config` (shared with benchmarks/value_based_cartpole.py) says what maps onto what:
+the same envs, gradient steps per env step, batch, buffer, warm-up, learning rate, gradient-norm clip, γ, ε schedule
+and target copies; rejax's network is 2 × 64 and its loss the squared error, so ours must be too. rejax evaluates it at
 ε = 0.005, ours greedily.
 
 rejax runs its seeds as one program too (`jax.vmap` of its `train` over the seeds' keys), its evaluator inside it
@@ -53,6 +53,7 @@ import numpy as np
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rejax_arguments import rejax_config  # noqa: E402  (benchmarks/, on the path set above)
 from stoix_like.claims.learning_targets import MINATAR_GAMES  # noqa: E402  (after the path is set)
 RESULTS = os.path.join(REPO_ROOT, "docs", "results", "rejax_peer")
 TUNED = os.path.join(REPO_ROOT, "config", "tuned")
@@ -65,55 +66,6 @@ def composed(algorithm: str, game: str, first_seed: int, num_seeds: int, timeste
 
     return compose_config(algorithm, [f"env=gymnax/{game}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
                                       f"arch.total_timesteps={timesteps}", f"logger.base_exp_path={run_dir}"])
-
-
-def rejax_config(config) -> Dict[str, Any]:
-    """rejax's arguments for the composed config's algorithm (PPO, PQN or DQN)."""
-    algorithm = str(config.system.system_name)
-    if algorithm == "dqn":
-        from rejax_peer import rejax_dqn_config  # benchmarks/, on the path as for run_rejax
-
-        return rejax_dqn_config(config, eval_freq=int(config.arch.total_timesteps) // int(config.arch.num_evaluation))
-    return rejax_pqn_config(config) if algorithm == "pqn" else rejax_ppo_config(config)
-
-
-def rejax_pqn_config(config) -> Dict[str, Any]:
-    """rejax.PQN's arguments for the same update as `config`'s; a config rejax cannot express is refused."""
-    system, torso = config.system, config.network.q_network.pre_torso
-    if str(torso.activation) != "relu" or not bool(torso.get("use_layer_norm", False)) \
-            or list(torso.layer_sizes) != [64, 64]:
-        raise SystemExit("rejax's PQN network is fixed, 2 x 64 with relu after LayerNorm: this config's Q-network "
-                         "is not")
-    if float(system.reward_scale) != 1.0:
-        raise SystemExit("rejax's PQN does not scale rewards: this config's system.reward_scale is not 1")
-    return dict(**_update_shape(config), learning_rate=float(system.q_lr), td_lambda=float(system.q_lambda),
-                eps_start=float(system.epsilon_start), eps_end=float(system.epsilon_end),
-                exploration_fraction=float(system.epsilon_decay_fraction))
-
-
-def rejax_ppo_config(config) -> Dict[str, Any]:
-    """rejax.PPO's arguments for the same update as `config`'s (see the module's docstring); a config rejax
-    cannot express (two learning rates, two network shapes) is refused."""
-    system, network = config.system, config.network
-    actor, critic = network.actor_network.pre_torso, network.critic_network.pre_torso
-    if float(system.actor_lr) != float(system.critic_lr):
-        raise SystemExit("rejax's PPO takes one learning rate: this config's actor_lr and critic_lr differ")
-    if list(actor.layer_sizes) != list(critic.layer_sizes) or actor.activation != critic.activation:
-        raise SystemExit("rejax's PPO takes one MLP shape for both networks: this config's actor and critic differ")
-    return dict(**_update_shape(config), learning_rate=float(system.actor_lr), gae_lambda=float(system.gae_lambda),
-                clip_eps=float(system.clip_eps), ent_coef=float(system.ent_coef), vf_coef=float(system.vf_coef),
-                agent_kwargs=dict(activation=str(actor.activation), hidden_layer_sizes=list(actor.layer_sizes)))
-
-
-def _update_shape(config) -> Dict[str, Any]:
-    """What rejax's PPO and PQN both take, read from `config`: the update's shape, budget, evaluation interval, γ,
-    the gradient-norm clip and observation normalisation."""
-    system, arch = config.system, config.arch
-    total, evaluations = int(arch.total_timesteps), int(arch.num_evaluation)
-    return dict(num_envs=int(arch.total_num_envs), num_steps=int(system.rollout_length),
-                num_epochs=int(system.epochs), num_minibatches=int(system.num_minibatches),
-                max_grad_norm=float(system.max_grad_norm), total_timesteps=total, eval_freq=total // evaluations,
-                gamma=float(system.gamma), normalize_observations=bool(system.normalize_observations))
 
 
 def run_ours(config) -> None:

@@ -6,7 +6,8 @@
 DQN: our config/dqn.yaml defaults, 500,000 steps (800 warm-up steps, then 195 updates per evaluation ×
 10 evaluations × 16 steps × 16 envs, 64 gradient steps of 64 transitions per update). PQN: 16 envs ×
 128 steps, 4 epochs × 16 minibatches, a 64×64 network (rejax's, not configurable), 499,712 steps (244 updates;
-500,000 is not a whole number of 2,048-step updates), the rest from config/pqn.yaml.
+500,000 is not a whole number of 2,048-step updates), rewards unscaled (rejax's PQN scales none), the rest
+from config/pqn.yaml.
 
 For each contender it prints the compile seconds, the steady learning throughput (env steps per second of
 learning alone: no compilation, no evaluation; the median of `--rounds` whole-budget runs, ours and rejax's taken
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable, Dict
+from typing import Callable
 
 import jax
 
 from loop_timing import OurLearning, compare_learning, start_backend_as_run_would  # same directory, as below
-from rejax_peer import rejax_dqn_config, rejax_learning
+from rejax_arguments import rejax_dqn_config, rejax_pqn_config
+from rejax_peer import rejax_learning
 
 NUM_ENVS = 16
 NUM_EVALUATION = 10
@@ -36,10 +38,11 @@ PQN_ROLLOUT_LENGTH = 128
 PQN_UPDATES = 244
 PQN_TOTAL_TIMESTEPS = PQN_UPDATES * PQN_ROLLOUT_LENGTH * NUM_ENVS  # 499,712
 # 244 updates = 4 evaluations × 61 updates (10 evaluations would not divide them); rejax's PQN network is fixed
-# at 64×64, so ours runs at that size here too (config/network/mlp_pqn.yaml ships 128×128)
+# at 64×64, so ours runs at that size here too (config/network/mlp_pqn.yaml ships 128×128), and rejax's PQN does
+# not scale rewards, so neither does ours here (config/system/pqn.yaml scales them by 0.1 in the targets)
 PQN_OVERRIDES = [f"arch.total_timesteps={PQN_TOTAL_TIMESTEPS}", f"arch.total_num_envs={NUM_ENVS}",
                  "arch.num_evaluation=4", f"system.rollout_length={PQN_ROLLOUT_LENGTH}",
-                 "network.q_network.pre_torso.layer_sizes=[64,64]"]
+                 "network.q_network.pre_torso.layer_sizes=[64,64]", "system.reward_scale=1.0"]
 
 
 def compose(config_name: str, overrides):
@@ -55,21 +58,6 @@ def compose(config_name: str, overrides):
 def ours(config_name: str, learner_setup: Callable, overrides, seed: int) -> OurLearning:
     """A real stoix_like system: config composed as `python -m experiments.<name>` would, learner compiled apart."""
     return OurLearning(learner_setup, compose(config_name, list(overrides) + [f"arch.seed={seed}"]), seed)
-
-
-def rejax_pqn_config(config) -> Dict:
-    """Our PQN config in rejax's terms. Differences it does not let us remove: there is no reward scaling in its
-    targets, its learning rate is constant (ours may decay linearly to 0) and its gradients are clipped
-    element-wise rather than by global norm. Its network is fixed: 64×64, LayerNorm then ReLU."""
-    system, network = config.system, config.network
-    assert list(network.q_network.pre_torso.layer_sizes) == [64, 64], "rejax's PQN network is 64×64"
-    return dict(
-        num_envs=NUM_ENVS, num_steps=PQN_ROLLOUT_LENGTH, num_epochs=int(system.epochs),
-        num_minibatches=int(system.num_minibatches), total_timesteps=PQN_TOTAL_TIMESTEPS,
-        eval_freq=PQN_TOTAL_TIMESTEPS, learning_rate=float(system.q_lr), max_grad_norm=float(system.max_grad_norm),
-        gamma=float(system.gamma), td_lambda=float(system.q_lambda), eps_start=float(system.epsilon_start),
-        eps_end=float(system.epsilon_end), exploration_fraction=float(system.epsilon_decay_fraction),
-    )
 
 
 def main() -> None:
@@ -98,7 +86,7 @@ def main() -> None:
     contenders = {}
     if args.only in (None, "dqn"):
         contenders["DQN"] = ("dqn", dqn.learner_setup, DQN_OVERRIDES, "DQN",
-                             lambda config: rejax_dqn_config(config, eval_freq=DQN_TOTAL_TIMESTEPS))
+                             rejax_dqn_config)
     if args.only in (None, "pqn"):
         if pqn is None:
             print("PQN: stoix_like.systems.on_policy.pqn is not there yet; benchmarking DQN only")

@@ -71,3 +71,16 @@ def test_bad_input_is_refused_in_one_line_before_any_work(tmp_path):
                        "--results", str(tmp_path / "results")], cwd=tmp_path)
     assert done.returncode == 2 and "--num-seeds must be at least 1" in done.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_the_cartpole_benchmark_s_configs_map_onto_rejax_through_the_same_translation(peer):
+    """benchmarks/value_based_cartpole.py hands rejax what the same functions read from its composed configs:
+    DQN's 64 gradient steps per 16 steps of 16 envs are 4 after each step of them, its target copy every 64
+    gradient steps is every 256 env steps; PQN's rewards go unscaled, as rejax's do."""
+    import value_based_cartpole as cartpole  # benchmarks/, on the path through the fixture
+
+    dqn = peer.rejax_config(cartpole.compose("dqn", cartpole.DQN_OVERRIDES))
+    assert (dqn["num_envs"], dqn["num_epochs"], dqn["target_update_freq"], dqn["total_timesteps"]) == \
+        (16, 4, 256, 500_000)
+    pqn = peer.rejax_config(cartpole.compose("pqn", cartpole.PQN_OVERRIDES))
+    assert (pqn["num_envs"], pqn["num_steps"], pqn["total_timesteps"]) == (16, 128, 499_712)
