@@ -1,8 +1,14 @@
-"""Ours against brax's own trainer (PPO or SAC) on a brax task: the same env, budget, update shape, hyperparameters
-and seeds.
+"""Ours against brax's own trainer (PPO or SAC) on a brax task or a MuJoCo Playground dm_control task: the same env,
+budget, update shape, hyperparameters and seeds.
 
     python benchmarks/brax_learning_peer.py --task ant [--algorithm ppo|sac] [--first-seed 1000] [--num-seeds 4]
         [--side ours|brax|both] [--reuse docs/results/brax_peer/ppo/ant/brax_1000.json]
+    python benchmarks/brax_learning_peer.py --task playground/cheetah_run --algorithm sac
+
+A Playground task (`--task playground/<task>`, composed as `env=playground/<task>`) reaches brax's trainer as
+Playground's own training notebooks hand it over: the task loaded from `mujoco_playground.dm_control_suite` with the
+env config's overrides (`impl: jax`), wrapped by `mujoco_playground.wrapper.wrap_for_brax_training` (brax's trainer's
+`wrap_env_fn`), which adds the time limit and the auto-reset that brax's own envs get from brax's wrapper.
 
 Ours trains the seeds as one population in one program (`python -m experiments.<algorithm> env=brax/<task>
 arch.seed=S arch.num_seeds=N`, the task's tuned defaults composed by `env=`). brax's trainer
@@ -29,14 +35,14 @@ SAC (`brax_sac_kwargs`; what brax's trainer cannot express is refused, e.g. a ro
   batches of `system.total_batch_size`; the warm-up fills `min_replay_size` = warm-up steps × envs, the buffer
   holds `system.total_buffer_size`; both count in the budget, as ours do;
 - one learning rate (ours must give the actor, the critics and the temperature the same), γ, τ, reward scaling,
-  observation normalisation, network sizes and activation, two critics, temperature starting at 1, the greedy
-  evaluation (`deterministic_eval`): the same;
+  observation normalisation, network sizes and activation, LayerNorm in either network (`use_layer_norm`), two
+  critics, temperature starting at 1, the greedy evaluation (`deterministic_eval`): the same;
 - what stays brax's own: its temperature aims at an entropy of −|A|/2 (ours at −`system.target_entropy_scale`·|A|:
   the same on ant, hopper and walker2d, whose files set 0.5; halfcheetah's keeps the SAC paper's 1), its init
   lecun_uniform, its Adam's eps 1e-8 and no gradient clip (ours eps 1e-5 and `system.max_grad_norm`), its
   observation normalisation is not clipped, its training envs restart from the state of their first reset, it
-  masks the truncated step out of the critics' loss (ours bootstraps it), and its first 8,192-odd steps act with
-  the initial policy, as ours do.
+  masks the truncated step out of the critics' loss (ours bootstraps it), its LayerNorm follows each hidden
+  layer's activation (ours precedes it), and its first 8,192-odd steps act with the initial policy, as ours do.
 
 brax's side does not depend on our network's init or actor activation, so a change to those leaves its results
 standing: `--reuse` reads the seeds an earlier brax file already holds (refused if that file records another
@@ -60,21 +66,27 @@ import os
 import shutil
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 RESULTS = os.path.join(REPO_ROOT, "docs", "results", "brax_peer")
-TASKS = ("ant", "halfcheetah", "hopper", "walker2d", "humanoid")
+TASKS = ("ant", "halfcheetah", "hopper", "walker2d", "humanoid",  # env=brax/<task>
+         "playground/cheetah_run", "playground/walker_walk")  # env=playground/<task>, the tasks with tuned files
 ALGORITHMS = ("ppo", "sac")
 
 
+def env_choice(task: str) -> str:
+    """`env=` for a `--task`: a bare name is a brax task, `playground/<task>` a Playground one."""
+    return task if "/" in task else f"brax/{task}"
+
+
 def composed(algorithm: str, task: str, first_seed: int, num_seeds: int, run_dir: str):
-    """The shipped defaults `env=brax/<task>` composes (its tuned file), for these seeds, logging into run_dir."""
+    """The shipped defaults `env=<suite>/<task>` composes (its tuned file), for these seeds, logging into run_dir."""
     from stoix_like.config.compose import compose_config
 
-    return compose_config(algorithm, [f"env=brax/{task}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
-                                  f"logger.base_exp_path={run_dir}"])
+    return compose_config(algorithm, [f"env={env_choice(task)}", f"arch.seed={first_seed}",
+                                      f"arch.num_seeds={num_seeds}", f"logger.base_exp_path={run_dir}"])
 
 
 def run_ours(config, algorithm: str) -> None:
@@ -174,7 +186,9 @@ def brax_sac_kwargs(config) -> Dict[str, Any]:
         tau=float(system.tau),
         network_factory=functools.partial(
             sac_networks.make_sac_networks, hidden_layer_sizes=actor_sizes,
-            activation=brax_activation(network.q_network.pre_torso)),
+            activation=brax_activation(network.q_network.pre_torso),
+            policy_network_layer_norm=bool(network.actor_network.pre_torso.get("use_layer_norm", False)),
+            q_network_layer_norm=bool(network.q_network.pre_torso.get("use_layer_norm", False))),
     )
 
 
@@ -204,9 +218,22 @@ def reused_seeds(path: str, config) -> Dict[int, Dict[str, Any]]:
             for k, seed in enumerate(earlier["seeds"])}
 
 
+def brax_environment(config) -> Tuple[Any, Dict[str, Any]]:
+    """The env brax's trainer runs for `config`'s, and what else its `train` then needs: a brax env is wrapped by
+    brax's trainer itself; a Playground task by Playground's wrapper for brax's trainers (its `wrap_env_fn`)."""
+    name, overrides = str(config.env.scenario.name), dict(config.env.kwargs)
+    if str(config.env.suite) == "playground":
+        from mujoco_playground import dm_control_suite, wrapper
+
+        return (dm_control_suite.load(name, config_overrides=overrides),
+                {"wrap_env_fn": wrapper.wrap_for_brax_training})
+    from brax import envs
+
+    return envs.get_environment(name, **overrides), {}
+
+
 def run_brax(config, seeds: List[int], reused: Dict[int, Dict[str, Any]]) -> Dict[str, Any]:
     import jax
-    from brax import envs
 
     from benchmarks.brax_ppo_peer import _restore_device_put_replicated
 
@@ -214,7 +241,7 @@ def run_brax(config, seeds: List[int], reused: Dict[int, Dict[str, Any]]) -> Dic
     kwargs = brax_kwargs(config)
     # the algorithm's own trainer module, as the kwargs above were built for it (ALGORITHMS names both)
     trainer = importlib.import_module(f"brax.training.agents.{config.system.system_name}.train")
-    env = envs.get_environment(str(config.env.scenario.name), **dict(config.env.kwargs))
+    env, wrapping = brax_environment(config)
     out: Dict[str, Any] = {"final": [], "absolute": [], "wall_seconds": 0.0, "wall_seconds_per_seed": [],
                            "evaluations": [], "reused": {}, "config": brax_record(config)}
     for seed in seeds:
@@ -230,9 +257,12 @@ def run_brax(config, seeds: List[int], reused: Dict[int, Dict[str, Any]]) -> Dic
             print(f"  brax seed {seed}: final {earlier['final']:.1f}, reused from {earlier['from']}", flush=True)
             continue
         rewards = []
-        progress = lambda step, metrics: rewards.append((int(step), float(metrics["eval/episode_reward"])))
+
+        def progress(step, metrics, rewards=rewards):
+            rewards.append((int(step), float(metrics["eval/episode_reward"])))
+
         start = time.perf_counter()
-        trainer.train(environment=env, seed=seed, progress_fn=progress, **kwargs)
+        trainer.train(environment=env, seed=seed, progress_fn=progress, **wrapping, **kwargs)
         seconds = time.perf_counter() - start
         out["wall_seconds"] += seconds
         out["wall_seconds_per_seed"].append(seconds)
@@ -258,7 +288,7 @@ def main() -> None:
         parser.error("--num-seeds must be at least 1")
     if args.reuse and not os.path.exists(args.reuse):
         parser.error(f"--reuse {args.reuse}: no such file")
-    out_dir = os.path.join(RESULTS, args.algorithm, args.task)
+    out_dir = os.path.join(RESULTS, args.algorithm, args.task.split("/")[-1])
     os.makedirs(out_dir, exist_ok=True)  # either side may be a task's first: brax's writes no folder of its own
     ours_dir = os.path.join(out_dir, f"ours_{args.first_seed}")
     seeds = list(range(args.first_seed, args.first_seed + args.num_seeds))

@@ -34,6 +34,20 @@ def test_sac_s_shipped_halfcheetah_file_maps_onto_brax_s_sac(peer, tmp_path):
     assert network.keywords["activation"].__name__ == "relu"
 
 
+def test_sac_s_playground_file_maps_onto_brax_s_sac_with_playground_s_wrapper(peer, tmp_path):
+    """A Playground task composes env=playground/<task>, hands brax's SAC Playground's own numbers (batches of 512,
+    LayerNorm in the Q-networks) and reaches brax's trainer through Playground's wrapper for it."""
+    config = peer.composed("sac", "playground/cheetah_run", 1001, 4, str(tmp_path))
+    assert str(config.env.scenario.name) == "CheetahRun"
+    kwargs = peer.brax_kwargs(config)
+    network = kwargs.pop("network_factory").keywords
+    assert (kwargs["batch_size"], kwargs["grad_updates_per_step"], kwargs["learning_rate"], kwargs["episode_length"],
+            kwargs["min_replay_size"]) == (512, 8, 1e-3, 1000, 8192)
+    assert (network["q_network_layer_norm"], network["policy_network_layer_norm"]) == (True, False)
+    env, wrapping = peer.brax_environment(config)
+    assert wrapping["wrap_env_fn"].__name__ == "wrap_for_brax_training" and env.action_size == 6
+
+
 def test_ppo_s_mapping_still_reads_the_critic_s_activation(peer, tmp_path):
     kwargs = peer.brax_kwargs(peer.composed("ppo", "ant", 1001, 4, str(tmp_path)))
     assert (kwargs["num_envs"], kwargs["unroll_length"], kwargs["batch_size"]) == (128, 32, 32)
