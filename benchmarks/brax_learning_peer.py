@@ -176,6 +176,10 @@ def brax_sac_kwargs(config) -> Dict[str, Any]:
     refused = [why for why, broken in refusals.items() if broken]
     if refused:
         sys.exit(f"brax's SAC trainer cannot run this config: {refused[0]}")
+    # only where set, so that the record of a config without them (brax_record, --reuse) reads as it always has
+    layer_norms = {f"{side}_network_layer_norm": True for side, torso in (
+        ("policy", network.actor_network.pre_torso), ("q", network.q_network.pre_torso))
+        if bool(torso.get("use_layer_norm", False))}
     return dict(
         **brax_common_kwargs(config),
         deterministic_eval=bool(arch.evaluation_greedy),
@@ -186,9 +190,7 @@ def brax_sac_kwargs(config) -> Dict[str, Any]:
         tau=float(system.tau),
         network_factory=functools.partial(
             sac_networks.make_sac_networks, hidden_layer_sizes=actor_sizes,
-            activation=brax_activation(network.q_network.pre_torso),
-            policy_network_layer_norm=bool(network.actor_network.pre_torso.get("use_layer_norm", False)),
-            q_network_layer_norm=bool(network.q_network.pre_torso.get("use_layer_norm", False))),
+            activation=brax_activation(network.q_network.pre_torso), **layer_norms),
     )
 
 
