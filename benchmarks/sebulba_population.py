@@ -11,7 +11,7 @@ stoix_like/claims/learning_targets.SEBULBA_TARGETS.
 Atari through envpool (`--task envpool/<game>`, judged against learning_targets.ATARI_TARGETS), README's Atari row:
 
     python benchmarks/sebulba_population.py --task envpool/breakout --seeds 2 --results docs/results/atari/breakout \
-        -o network=cnn_ppo_nature_shared -o arch.total_timesteps=245760 -o arch.num_evaluation=5
+        -o network=cnn_ppo_nature_shared -o arch.total_timesteps=430080 -o arch.num_evaluation=5
 
 Each run logs under --results (default: a temporary folder) as a normal Hydra-less run does.
 """
