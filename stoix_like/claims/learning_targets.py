@@ -183,11 +183,12 @@ BRAX_TARGETS: Dict[Tuple[str, str], LearningTarget] = {
                                         solved_return=1200.0),
 }
 
-# MinAtar: README's "Pixels" table, each population of ours (at the 5,120,000 steps) beside rejax's PPO or
-# PQN on the same composed config (benchmarks/minatar_rejax_peer.py). The target is rejax's IQM, which the table
-# shows beside ours; the bar below is the learning table's own for the game (5× a random policy's return).
+# MinAtar: README's "Pixels" table, each population of ours (at the 5,120,000 steps) beside rejax's PPO, PQN
+# or DQN on the same composed config (benchmarks/minatar_rejax_peer.py). The target is rejax's IQM, which the
+# table shows beside ours; the bar below is the learning table's own for the game (5× a random policy's return).
 MINATAR_TARGETS: Dict[Tuple[str, str], LearningTarget] = {
-    (algorithm, f"gymnax/{game}"): _five_times_random(game) for algorithm in ("ppo", "pqn") for game in MINATAR_GAMES
+    (algorithm, f"gymnax/{game}"): _five_times_random(game) for algorithm in ("ppo", "pqn", "dqn")
+    for game in MINATAR_GAMES
 }
 
 
