@@ -276,7 +276,8 @@ def run_brax(config, seeds: List[int], reused: Dict[int, Dict[str, Any]]) -> Dic
     return out
 
 
-def main() -> None:
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line, apart so that README's `checked by` commands can be checked against it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=TASKS, required=True)
     parser.add_argument("--algorithm", choices=ALGORITHMS, default="ppo")
@@ -285,6 +286,11 @@ def main() -> None:
     parser.add_argument("--side", choices=("ours", "brax", "both"), default="both")
     parser.add_argument("--reuse", metavar="BRAX_JSON",
                         help="an earlier brax_<seed>.json of the same config: its seeds are read, not run again")
+    return parser
+
+
+def main() -> None:
+    parser = argument_parser()
     args = parser.parse_args()
     if args.num_seeds < 1:
         parser.error("--num-seeds must be at least 1")

@@ -96,7 +96,8 @@ def run_rejax(config, seeds) -> Dict[str, Any]:
             "wall_seconds": seconds, "config": kwargs, "env": str(config.env.scenario.name)}
 
 
-def main() -> None:
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line, apart so that README's `checked by` commands can be checked against it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=MINATAR_GAMES, required=True)
     parser.add_argument("--algorithm", choices=ALGORITHMS, default="ppo")
@@ -105,6 +106,11 @@ def main() -> None:
     parser.add_argument("--side", choices=("ours", "rejax", "both"), default="both")
     parser.add_argument("--timesteps", type=int, default=BUDGET, help="env steps per seed (default: %(default)s)")
     parser.add_argument("--results", default=RESULTS, help="where both sides write (default: docs/results/rejax_peer)")
+    return parser
+
+
+def main() -> None:
+    parser = argument_parser()
     args = parser.parse_args()
     if args.num_seeds < 1:
         parser.error("--num-seeds must be at least 1")

@@ -35,7 +35,8 @@ def overrides(task: str, torso: str, first_seed: int, num_seeds: int, timesteps:
             f"arch.total_timesteps={timesteps}", f"logger.base_exp_path={run_dir}"]
 
 
-def main() -> None:
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line, apart so that README's `checked by` commands can be checked against it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=MINATAR_GAMES, required=True)
     parser.add_argument("--torso", choices=(*TORSO_OVERRIDES, "both"), default="both")
@@ -43,6 +44,11 @@ def main() -> None:
     parser.add_argument("--num-seeds", type=int, default=4)
     parser.add_argument("--timesteps", type=int, default=BUDGET, help="env steps per seed (default: %(default)s)")
     parser.add_argument("--results", default=RESULTS, help="where the runs log (default: docs/results/torso_check)")
+    return parser
+
+
+def main() -> None:
+    parser = argument_parser()
     args = parser.parse_args()
     if args.num_seeds < 1:
         parser.error("--num-seeds must be at least 1")

@@ -46,7 +46,8 @@ def absolute_returns_in(directory: pathlib.Path, algorithm: str) -> List[Tuple[i
     return found
 
 
-def main(argv: List[str] | None = None) -> None:
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line, apart so that README's `checked by` commands can be checked against it."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algorithm", default="ppo", choices=sorted(learning_targets.SEBULBA_TARGETS))
     atari_tasks = sorted({env for _, env in learning_targets.ATARI_TARGETS})
@@ -57,6 +58,11 @@ def main(argv: List[str] | None = None) -> None:
     parser.add_argument("--results", default=None)
     parser.add_argument("--from-logs", default=None, help="summarise the runs under this folder; train nothing")
     parser.add_argument("-o", "--override", action="append", default=[])
+    return parser
+
+
+def main(argv: List[str] | None = None) -> None:
+    parser = argument_parser()
     args = parser.parse_args(argv)
     if args.task is None:
         target = learning_targets.SEBULBA_TARGETS[args.algorithm]

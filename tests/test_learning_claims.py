@@ -144,6 +144,55 @@ def test_readme_s_pixels_table_is_what_the_committed_logs_render(learning_table_
         "benchmarks/learning_table.py --from-logs`")
 
 
+def checked_by_commands(table: str) -> List[Tuple[str, str, List[str]]]:
+    """(trainer, seeds cell, the benchmark's arguments) for each row of a peer-style README table, read from its
+    `checked by` cell: benchmark: `python benchmarks/<script>.py <arguments>`."""
+    import shlex
+
+    header, _, *rows = table.splitlines()
+    columns = [cell.strip() for cell in header.strip("|").split("|")]
+    found = []
+    for line in rows:
+        cells = dict(zip(columns, (cell.strip() for cell in line.strip("|").split("|"))))
+        command = cells["checked by"].split("`")[1]
+        found.append((cells["trainer"], cells["seeds"], shlex.split(command)[1:]))
+    return found
+
+
+@pytest.mark.parametrize("block", ["CONTINUOUS_BLOCK", "PIXELS_BLOCK", "TORSO_CHECK_BLOCK", "ATARI_BLOCK"])
+def test_each_benchmark_row_names_a_command_its_benchmark_accepts_for_that_row(learning_table_cli, block):
+    """A `checked by` cell names the benchmark that re-measures its row: the script's own parser takes the command,
+    for the row's seeds and, beside a peer, for the row's side alone."""
+    import importlib
+
+    rows = checked_by_commands(learning_table_cli.readme_table(getattr(learning_table_cli, block)))
+    assert rows
+    for trainer, seeds_cell, arguments in rows:
+        script, *options = arguments
+        assert script.startswith("benchmarks/") and (REPO_ROOT / script).is_file(), script
+        module = importlib.import_module(f"benchmarks.{pathlib.Path(script).stem}")
+        parsed = module.argument_parser().parse_args(options)
+        count, seed_span = seeds_cell.split(" ", 1)
+        first_seed = int(seed_span.strip("()").split("..")[0])
+        assert parsed.first_seed == first_seed, (trainer, options)
+        assert getattr(parsed, "num_seeds", getattr(parsed, "seeds", None)) == int(count), (trainer, options)
+        if hasattr(parsed, "side"):
+            assert parsed.side == ("ours" if trainer.startswith("ours") else trainer.split(".")[0].split(" ")[0]), \
+                (trainer, options)
+
+
+def test_a_playground_row_names_its_task_as_the_brax_benchmark_takes_it():
+    """brax's benchmark names brax tasks bare (`--task ant`) and Playground's with their suite, so a Playground
+    population's command must keep `playground/`."""
+    from stoix_like.report.learning_table import BRAX, REJAX
+
+    assert BRAX.command("sac", "playground/cheetah_run", [1001, 1002], "ours") == (
+        "python benchmarks/brax_learning_peer.py --task playground/cheetah_run --algorithm sac --first-seed 1001 "
+        "--num-seeds 2 --side ours")
+    assert BRAX.task_argument("brax/ant") == "ant"
+    assert REJAX.task_argument("gymnax/space_invaders") == "space_invaders"
+
+
 def test_readme_s_gpu_brax_table_is_what_the_lease_s_logs_render(learning_table_cli):
     assert learning_table_cli.readme_table(learning_table_cli.GPU_BRAX_BLOCK) == \
         learning_table_cli.rendered_gpu_brax_table(), (

@@ -231,21 +231,40 @@ def sebulba_table(root: str) -> str:
 # composed config and seeds (benchmarks/brax_learning_peer.py): ours as run logs under
 # `<root>/<algorithm>/<task>/ours_<first seed>/` (one program of N seeds), brax.training's as
 # `<root>/<algorithm>/<task>/brax_<first seed>.json` (its seeds one after another).
+# `checked by`: no CI test trains these budgets (a brax population is half an hour of both cores), so every row is
+# `benchmark`, with the command that re-measures exactly that row.
 CONTINUOUS_HEADER = [
     "| task | trainer | seeds | steps per seed | final IQM [95% CI] | absolute IQM [95% CI] "
-    "| solved: final, absolute | target | wall time | logged |",
-    "|---|---|---|---|---|---|---|---|---|---|"]
+    "| solved: final, absolute | target | checked by | wall time | logged |",
+    "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+
 class Peer(NamedTuple):
     """Another project's trainer beside ours: its rows' label, the prefix of its result files in a task's folder
     (`<prefix>_<first seed>.json`, beside ours' `ours_<first seed>/`), and the benchmark that writes both."""
 
     label: str  # "{algorithm}" stands for the row's algorithm, upper-cased (PPO, PQN)
-    prefix: str
-    benchmark: str  # `python <benchmark> --task <task>` runs both sides
+    prefix: str  # also the benchmark's `--side` for the peer alone
+    benchmark: str  # `python <benchmark> --task <task> --algorithm <algorithm>` runs both sides
+    home_suite: str  # the suite whose tasks the benchmark names bare (`--task ant`); others keep it (playground/...)
+
+    def task_argument(self, env: str) -> str:
+        suite, task = env.split("/", 1)
+        return task if suite == self.home_suite else env
+
+    def command(self, algorithm: str, env: str, seeds: List[int], side: str) -> str:
+        """The benchmark command that re-measures one side (`ours` or the peer's prefix) of a logged population."""
+        return (f"python {self.benchmark} --task {self.task_argument(env)} --algorithm {algorithm} "
+                f"--first-seed {seeds[0]} --num-seeds {len(seeds)} --side {side}")
+
+    def checked_by(self, algorithm: str, env: str, seeds: List[int], side: str) -> str:
+        return f"benchmark: `{self.command(algorithm, env, seeds, side)}`"
 
 
-BRAX = Peer("brax.training {algorithm} (absolute: its best evaluation)", "brax", "benchmarks/brax_learning_peer.py")
-REJAX = Peer("rejax {algorithm} (absolute: its best evaluation)", "rejax", "benchmarks/minatar_rejax_peer.py")
+BRAX = Peer("brax.training {algorithm} (absolute: its best evaluation)", "brax", "benchmarks/brax_learning_peer.py",
+            "brax")
+REJAX = Peer("rejax {algorithm} (absolute: its best evaluation)", "rejax", "benchmarks/minatar_rejax_peer.py",
+             "gymnax")
 
 
 def continuous_control_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
@@ -274,7 +293,7 @@ def peer_table(root: str, targets: Dict[RowKey, LearningTarget], peer: Peer,
             if os.path.isdir(folder) else []
         if not populations:
             raise ConfigError(f"no logged population for {algorithm} on {env} under {folder}: run `python "
-                              f"{peer.benchmark} --task {task}`")
+                              f"{peer.benchmark} --task {peer.task_argument(env)} --algorithm {algorithm}`")
         for name in populations:
             (group,) = runs.group_runs(runs.load_runs([os.path.join(folder, name)]))
             unfinished = [run.directory for run in group.runs if (run.record or {}).get("status") != "done"]
@@ -289,6 +308,7 @@ def peer_table(root: str, targets: Dict[RowKey, LearningTarget], peer: Peer,
             lines.append(table_row([env, f"ours ({algorithm})", seed_range(seeds), f"{group.steps_per_seed:,}",
                                     *_population_cells(logged, reps, ours_final),
                                     met_or_missed(misses) + f": {bar}",
+                                    peer.checked_by(algorithm, env, seeds, "ours"),
                                     _seconds(group.wall_seconds), group.started or "?"]))
             lines.append(_peer_row(peer, os.path.join(folder, f"{peer.prefix}_{name[len('ours_'):]}.json"), algorithm,
                                    env, seeds, target, group.steps_per_seed, reps, ours_final, group.wall_seconds))
@@ -320,11 +340,10 @@ def side_by_side(ours: Optional[Estimate], peer: Estimate, ours_wall: Optional[f
 def _peer_row(peer: Peer, path: str, algorithm: str, env: str, seeds: List[int], target: LearningTarget,
               steps_per_seed: int, reps: int, ours_final: Optional[Estimate], ours_wall: Optional[float]) -> str:
     label = peer.label.format(algorithm=algorithm.upper())
+    checked_by = peer.checked_by(algorithm, env, seeds, peer.prefix)
     if not os.path.exists(path):
         return table_row([env, label, seed_range(seeds), f"{steps_per_seed:,}", "not yet run", "not yet run",
-                          "—", f"peer not yet run: `python {peer.benchmark} --task {env.split('/')[-1]} "
-                          f"--side {peer.prefix} --first-seed {seeds[0]} --num-seeds {len(seeds)}`",
-                          "—", "—"])
+                          "—", "peer not yet run: no comparison", checked_by, "—", "—"])
     import json
 
     with open(path) as file:
@@ -340,7 +359,7 @@ def _peer_row(peer: Peer, path: str, algorithm: str, env: str, seeds: List[int],
     return table_row([env, label, seed_range(seeds), f"{steps_per_seed:,}",
                       *[estimate_cell(estimate, digits) for estimate in estimates],
                       f"{_solved(final)}, {_solved(absolute)}",
-                      side_by_side(ours_final, estimates[0], ours_wall, result["wall_seconds"]),
+                      side_by_side(ours_final, estimates[0], ours_wall, result["wall_seconds"]), checked_by,
                       _seconds(result["wall_seconds"]), result["date"]])
 
 
@@ -416,11 +435,13 @@ def finished_population(directory: str) -> runs.Group:
 
 
 def _judged_row(task: str, trainer: str, group: runs.Group, logged: Population, misses: List[str], bar: str,
-                reps: int) -> str:
-    """A CONTINUOUS_HEADER row of one population of ours, its target cell "met" or what it missed, then the bar."""
+                command: str, reps: int, command_note: str = "") -> str:
+    """A CONTINUOUS_HEADER row of one population of ours, its target cell "met" or what it missed, then the bar, and
+    the benchmark `command` that re-measures it (and what else it needs, `command_note`)."""
     return table_row([task, trainer, seed_range(group.seed_numbers), f"{group.steps_per_seed:,}",
                       *_population_cells(logged, reps),
                       met_or_missed(misses) + f": {bar}",
+                      f"benchmark: `{command}`" + (f" {command_note}" if command_note else ""),
                       _seconds(group.wall_seconds), group.started or "?"])
 
 
@@ -446,8 +467,11 @@ def atari_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
         network = network_label(group)
         bar = (f"every seed ≥ {target.seed_floor:g} in a run of at most {ATARI_HOUR_ON_A_CPU_SECONDS:.0f} s "
                f"(longest {longest:.0f} s)")
+        seeds = group.seed_numbers
+        command = (f"python benchmarks/sebulba_population.py --task envpool/{game} --seeds {len(seeds)} "
+                   f"--first-seed {seeds[0]}")
         lines.append(_judged_row(f"envpool/{game}", f"ours ({group.algorithm}, {network})", group, logged, misses,
-                                 bar, reps))
+                                 bar, command, reps, "with the `-o` overrides of the script's docstring"))
     if len(lines) == len(CONTINUOUS_HEADER):
         raise ConfigError(f"no logged Atari population under {root}: run `python benchmarks/sebulba_population.py "
                           "--task envpool/breakout ...` (its docstring gives README's command)")
@@ -467,8 +491,11 @@ def torso_check_table(root: str, reps: int = statistics.DEFAULT_REPS) -> str:
             logged = summarized(group, target)
             misses = _misses(target, logged)
             bar = f"IQM ≥ {target.iqm_at_least:g}, ≤ {target.max_seeds_below_floor} below {target.seed_floor:g}"
-            lines.append(_judged_row(f"gymnax/{game}", f"ours (ppo, {name.rsplit('_', 1)[0]} torso)", group,
-                                     logged, misses, bar, reps))
+            torso, seeds = name.rsplit('_', 1)[0], group.seed_numbers
+            command = (f"python benchmarks/minatar_torso_check.py --task {game} --torso {torso} --first-seed "
+                       f"{seeds[0]} --num-seeds {len(seeds)} --timesteps {group.steps_per_seed}")
+            lines.append(_judged_row(f"gymnax/{game}", f"ours (ppo, {torso} torso)", group, logged, misses, bar,
+                                     command, reps))
     if len(lines) == len(CONTINUOUS_HEADER):
         raise ConfigError(f"no logged population under {root}: run `python benchmarks/minatar_torso_check.py "
                           "--task breakout`")
