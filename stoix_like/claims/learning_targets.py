@@ -57,7 +57,7 @@ PENDULUM_CONTINUOUS = LearningTarget("gymnax/pendulum", iqm_at_least=-200.0, see
 # where SAC-like off-policy learners reach -200; a seed below -400 has not learnt to hold the pole up (one that never
 # swings up scores -900 to -1,500).
 PENDULUM_POLICY_OPTIMIZATION = LearningTarget("gymnax/pendulum", iqm_at_least=-300.0, seed_floor=-400.0,
-                                    max_seeds_below_floor=1, solved_return=-250.0)
+                                              max_seeds_below_floor=1, solved_return=-250.0)
 
 # algorithm -> its targets, one per task. The first is its reference task, the default env of config/<algo>.yaml;
 # a further task trains with that task's tuned defaults (config/tuned/<algo>/<suite>/<task>.yaml, composed
@@ -72,8 +72,8 @@ TARGETS: Dict[str, Tuple[LearningTarget, ...]] = {
                            solved_return=0.9),
             MINATAR_BREAKOUT),
     # The on-policy actor-critics beside PPO (issue 10): on CartPole every CartPole target's floor (400) and solved
-    # line (475) with the issue's IQM bars; on Pendulum PENDULUM_POLICY_OPTIMIZATION, REINFORCE's IQM bar being the issue's
-    # −400 (a plain policy gradient is the slowest of the family) with the same floor: below −400 a seed has not
+    # line (475) with the issue's IQM bars; on Pendulum PENDULUM_POLICY_OPTIMIZATION, REINFORCE's IQM bar being the
+    # issue's −400 (a plain policy gradient is the slowest of the family) with the same floor: below −400 a seed has not
     # learnt to hold the pole up (one that never swings up scores −900 to −1,500).
     "reinforce": (LearningTarget("gymnax/cartpole", iqm_at_least=400.0, seed_floor=400.0, max_seeds_below_floor=1,
                                  solved_return=475.0),
@@ -181,6 +181,19 @@ BRAX_TARGETS: Dict[Tuple[str, str], LearningTarget] = {
     # 751.0 at 418k, its episodes often ending early), below it, as the population on 1001..1004 began.
     ("sac", "brax/ant"): LearningTarget("brax/ant", iqm_at_least=1200.0, seed_floor=1000.0, max_seeds_below_floor=1,
                                         solved_return=1200.0),
+    # SAC on MuJoCo Playground's dm_control cheetah run, at the CPU file's 520,192 steps (Playground's recipe runs
+    # 10M): dm_control pays min(speed / 10 m/s, 1) each of the 1,000 steps, so standing still earns 0 and 1,000 means
+    # 10 m/s throughout. This bar (IQM >= 100, a cheetah averaging 1 m/s; a seed below 50 has barely begun to run)
+    # was set before the population's first evaluation, from a 33,792-step probe on seed 1000 (0.22) and brax
+    # halfcheetah's SAC at the same budget (~1.5 m/s), the nearest body; no run of the file had been judged.
+    ("sac", "playground/cheetah_run"): LearningTarget("playground/cheetah_run", iqm_at_least=100.0, seed_floor=50.0,
+                                                      max_seeds_below_floor=1, solved_return=100.0),
+    # SAC on Playground's walker walk, at the same 520,192 steps: dm_control pays a stand reward (height and
+    # uprightness, at most 1) times (1 + 5 × a move reward) / 6, and the move reward is 0 at rest and 1 from 1 m/s, so
+    # standing still earns at most 1,000 / 6 ≈ 167 and walking at 1 m/s up to 1,000. This bar (IQM >= 300, a walker that
+    # moves; a seed below 167 has learnt no more than standing does) was set before the file's first run.
+    ("sac", "playground/walker_walk"): LearningTarget("playground/walker_walk", iqm_at_least=300.0, seed_floor=167.0,
+                                                      max_seeds_below_floor=1, solved_return=300.0),
 }
 
 # MinAtar: README's "Pixels" table, each population of ours (at the issue's 5,120,000 steps) beside rejax's PPO, PQN
