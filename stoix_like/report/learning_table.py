@@ -258,7 +258,12 @@ class Peer(NamedTuple):
                 f"--first-seed {seeds[0]} --num-seeds {len(seeds)} --side {side}")
 
     def checked_by(self, algorithm: str, env: str, seeds: List[int], side: str) -> str:
-        return f"benchmark: `{self.command(algorithm, env, seeds, side)}`"
+        return benchmark_cell(self.command(algorithm, env, seeds, side))
+
+
+def benchmark_cell(command: str, note: str = "") -> str:
+    """A `checked by` cell: no CI test, the benchmark `command` (and what else it needs, `note`) re-measures the row."""
+    return f"benchmark: `{command}`" + (f" {note}" if note else "")
 
 
 BRAX = Peer("brax.training {algorithm} (absolute: its best evaluation)", "brax", "benchmarks/brax_learning_peer.py",
@@ -441,7 +446,7 @@ def _judged_row(task: str, trainer: str, group: runs.Group, logged: Population, 
     return table_row([task, trainer, seed_range(group.seed_numbers), f"{group.steps_per_seed:,}",
                       *_population_cells(logged, reps),
                       met_or_missed(misses) + f": {bar}",
-                      f"benchmark: `{command}`" + (f" {command_note}" if command_note else ""),
+                      benchmark_cell(command, command_note),
                       _seconds(group.wall_seconds), group.started or "?"])
 
 
