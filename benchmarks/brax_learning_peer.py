@@ -42,7 +42,8 @@ SAC (`brax_sac_kwargs`; what brax's trainer cannot express is refused, e.g. a ro
   lecun_uniform, its Adam's eps 1e-8 and no gradient clip (ours eps 1e-5 and `system.max_grad_norm`), its
   observation normalisation is not clipped, its training envs restart from the state of their first reset, it
   masks the truncated step out of the critics' loss (ours bootstraps it), its LayerNorm follows each hidden
-  layer's activation (ours precedes it), and its first 8,192-odd steps act with the initial policy, as ours do.
+  layer's activation (ours too where `layer_norm_after_activation` is set, as the Playground files set it; else
+  ours precedes it), and its first 8,192-odd steps act with the initial policy, as ours do.
 
 brax's side does not depend on our network's init or actor activation, so a change to those leaves its results
 standing: `--reuse` reads the seeds an earlier brax file already holds (refused if that file records another

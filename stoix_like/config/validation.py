@@ -51,6 +51,8 @@ SPECS: Dict[str, Spec] = {
     "network.*.pre_torso.layer_sizes": int_list(POSITIVE_INT, "the hidden layers' widths"),
     "network.*.pre_torso.activation": choice(ACTIVATIONS, "the hidden layers' activation"),
     "network.*.pre_torso.use_layer_norm": flag("LayerNorm after every hidden layer"),
+    "network.*.pre_torso.layer_norm_after_activation": flag("with use_layer_norm: each LayerNorm after its layer's "
+                                                            "activation (brax's MLP), not before it (PQN's)"),
     "network.*.*.kernel_init": choice(KERNEL_INITS, "the layers' initialisation: orthogonal with the layer's gain (√2 "
                                                     "hidden, 0.01 policy output, 1.0 value), or brax's lecun_uniform"),
     "network.*.*.num_atoms": integer("[2, inf)", "the atoms of the categorical support"),

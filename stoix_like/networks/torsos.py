@@ -34,12 +34,16 @@ def kernel_init_by_name(name: str, orthogonal_gain: float) -> nn.initializers.In
 
 class MLPTorso(nn.Module):
     """Dense layers with orthogonal(√2) init, the PPO-standard initialisation (`kernel_init: lecun_uniform`:
-    brax's); optional LayerNorm (PQN needs it)."""
+    brax's); optional LayerNorm (PQN needs it). The LayerNorm sits between each dense layer and its activation, as
+    PQN's network has it, or, with `layer_norm_after_activation`, after the activation, as brax's MLP has it (the
+    order of the Q-networks in Playground's SAC recipe): normalising after a ReLU keeps every unit, where normalising
+    before it lets the ReLU zero about half of each layer's outputs."""
 
     layer_sizes: Sequence[int]
     activation: str = "relu"
     use_layer_norm: bool = False
     kernel_init: str = "orthogonal"
+    layer_norm_after_activation: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -48,9 +52,11 @@ class MLPTorso(nn.Module):
         for size in self.layer_sizes:
             x = nn.Dense(size, kernel_init=kernel_init_by_name(self.kernel_init, np.sqrt(2.0)),
                          bias_init=nn.initializers.zeros)(x)
-            if self.use_layer_norm:
+            if self.use_layer_norm and not self.layer_norm_after_activation:
                 x = nn.LayerNorm()(x)
             x = act(x)
+            if self.use_layer_norm and self.layer_norm_after_activation:
+                x = nn.LayerNorm()(x)
         return x
 
 
