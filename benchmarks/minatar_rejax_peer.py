@@ -21,12 +21,12 @@ read from that composed config. PPO:
 PQN: the same update shape, learning rate, gradient-norm clip, γ, λ (rejax's `td_lambda`), ε's start, end and decay
 fraction (`exploration_fraction`); rejax's Q-network is always 2 × 64 with relu after LayerNorm, so ours must be
 too, and its rewards are never scaled (`system.reward_scale` must be 1). What stays rejax's own: a constant learning
-rate, its init, and ε = 0.005 when it evaluates (ours evaluates greedily).
+rate and its init. Both evaluate ε-greedily at rejax's ε = 0.005 (ours: `system.evaluation_epsilon`, set here).
 
 DQN: `rejax_arguments.rejax_dqn_config` (shared with benchmarks/value_based_cartpole.py) says what maps onto what:
 the same envs, gradient steps per env step, batch, buffer, warm-up, learning rate, gradient-norm clip, γ, ε schedule
-and target copies; rejax's network is 2 × 64 and its loss the squared error, so ours must be too. rejax evaluates it at
-ε = 0.005, ours greedily.
+and target copies; rejax's network is 2 × 64 and its loss the squared error, so ours must be too. Both evaluate at
+rejax's ε = 0.005, as PQN's.
 
 rejax runs its seeds as one program too (`jax.vmap` of its `train` over the seeds' keys), its evaluator inside it
 (128 episodes every `total_timesteps / arch.num_evaluation` steps, and once before training). Ours logs its run into
@@ -61,11 +61,18 @@ ALGORITHMS = ("ppo", "pqn", "dqn")
 BUDGET = 5_120_000  # the issue's "at least 5M steps", in whole evaluation intervals of the shipped update
 
 
+# rejax's PQN and DQN evaluate ε-greedily at this ε (hard-coded in their `make_act`, rejax/algos/pqn.py and dqn.py);
+# ours plays the same protocol through `system.evaluation_epsilon`, so that the two are judged alike
+REJAX_EVALUATION_EPSILON = 0.005
+
+
 def composed(algorithm: str, game: str, first_seed: int, num_seeds: int, timesteps: int, run_dir: str):
     from stoix_like.config.compose import compose_config
 
+    protocol = [f"system.evaluation_epsilon={REJAX_EVALUATION_EPSILON}"] if algorithm in ("pqn", "dqn") else []
     return compose_config(algorithm, [f"env=gymnax/{game}", f"arch.seed={first_seed}", f"arch.num_seeds={num_seeds}",
-                                      f"arch.total_timesteps={timesteps}", f"logger.base_exp_path={run_dir}"])
+                                      f"arch.total_timesteps={timesteps}", f"logger.base_exp_path={run_dir}",
+                                      *protocol])
 
 
 def run_ours(config) -> None:

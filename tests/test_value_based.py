@@ -202,8 +202,14 @@ def test_acting_and_greedy_evaluation_never_pick_an_illegal_action(compose):
     greedy, _ = act(params, observation, jax.random.PRNGKey(0), jnp.asarray(10_000))  # ε = 0.05
     assert not (exploring == 0).any() and {1, 2} <= set(np.asarray(exploring).tolist())
     assert not (greedy == 0).any()
-    evaluated = value_based.greedy_policy(apply)((None, ()), observation, jax.random.PRNGKey(0))
+    evaluated = value_based.evaluation_policy(apply)((None, ()), observation, jax.random.PRNGKey(0))
     np.testing.assert_array_equal(evaluated, 1)
+    # system.evaluation_epsilon: at ε = 1 every evaluated action is a uniform legal one (both legal actions appear,
+    # the illegal best never); at ε = 0.005 nearly every one is the greedy action
+    uniform = value_based.evaluation_policy(apply, 1.0)((None, ()), observation, jax.random.PRNGKey(1))
+    assert not (uniform == 0).any() and {1, 2} <= set(np.asarray(uniform).tolist())
+    slightly_off = value_based.evaluation_policy(apply, 0.005)((None, ()), observation, jax.random.PRNGKey(1))
+    assert not (slightly_off == 0).any() and int((slightly_off == 1).sum()) >= 60
 
 
 # ------------------------------------------------------------------------------------------ refused before compiling

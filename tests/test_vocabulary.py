@@ -32,7 +32,7 @@ BLOCKS = {
     "n-step returns": {"n_step"},
     "sequence replay": {"sequence_length"},
     "prioritized replay": {"prioritized_replay", "priority_exponent", "importance_sampling_exponent"},
-    "epsilon-greedy exploration": {"epsilon_start", "epsilon_end", "epsilon_decay_fraction"},
+    "epsilon-greedy exploration": {"epsilon_start", "epsilon_end", "epsilon_decay_fraction", "evaluation_epsilon"},
     "target network": {"tau", "target_update_period"},
     "deterministic policy": {"policy_frequency", "target_policy_noise", "target_noise_clip", "exploration_noise"},
     "munchausen": set(validation.MUNCHAUSEN_KEYS),

@@ -299,6 +299,8 @@ class EpsilonGreedyBlock:
     epsilon_end: float = key(real("[0, 1]", "the final exploration probability"))
     epsilon_decay_fraction: float = key(real("[0, 1]", "the fraction of the env-step budget over which epsilon "
                                                         "decays"))
+    evaluation_epsilon: float = key(real("[0, 1]", "the exploration probability when evaluated: 0 plays greedily "
+                                                    "(rejax evaluates at 0.005)"))
 
 
 @dataclass

@@ -31,7 +31,7 @@ from stoix_like.ops.returns import lambda_returns
 from stoix_like.learner.optim import make_optimizer
 from stoix_like.learner.system_contract import Learner, LearnerOutput, SystemSetup
 from stoix_like.systems.on_policy import rollout
-from stoix_like.systems.q_learning.value_based import greedy_policy
+from stoix_like.systems.q_learning.value_based import evaluation_policy
 from stoix_like.types import Array, EnvState, Observation, OptState, Params, PRNGKey, PyTree, RolloutStep, TimeStep
 
 
@@ -122,7 +122,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
     return SystemSetup(
         learner_fn=get_learner_fn(batched_env, q_network.apply, optimizer.update, config, budget),
         learner_state=learner_state,
-        eval_policy=greedy_policy(q_network.apply),
+        eval_policy=evaluation_policy(q_network.apply, float(system.evaluation_epsilon)),
         eval_params=lambda slot: (slot.params, slot.obs_norm),
     )
 

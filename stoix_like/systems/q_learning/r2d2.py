@@ -88,15 +88,17 @@ def make_acting(apply: Callable, q_network: RecurrentQNetwork, system: DictConfi
     return off_policy.RecurrentActing(initial_memory=q_network.recurrent_core.initial_hidden, act=act)
 
 
-def greedy_policy(apply: Callable, q_network: RecurrentQNetwork) -> PolicyWithMemory:
-    """The eval policy: greedy under the mean network; eval params are `(online params, obs_norm)`."""
+def evaluation_policy(apply: Callable, q_network: RecurrentQNetwork, epsilon: float = 0.0) -> PolicyWithMemory:
+    """The eval policy: greedy under the mean network, or ε-greedy at `system.evaluation_epsilon` > 0 (as the
+    feed-forward systems' `value_based.evaluation_policy`); eval params are `(online params, obs_norm)`."""
 
     def act(eval_params: Tuple[Params, PyTree], observation: Observation, reset: Array, hidden: Hidden, key: jax.Array):
-        del key
         q_params, obs_norm = eval_params
         hidden, q_values = apply(q_params, hidden, _one_step(normalization.normalize(obs_norm, observation)),
                                  reset[None])
-        return masked_argmax(q_values[0], observation.action_mask), hidden
+        if epsilon == 0.0:  # a Python float: greedy runs trace no random draw and stay bit-identical
+            return masked_argmax(q_values[0], observation.action_mask), hidden
+        return epsilon_greedy(key, q_values[0], observation.action_mask, jnp.asarray(epsilon, jnp.float32)), hidden
 
     return PolicyWithMemory(initial_memory=q_network.recurrent_core.initial_hidden, act=act)
 
@@ -195,7 +197,7 @@ def learner_setup(env: Environment, key: jax.Array, config: DictConfig, budget: 
         act=make_acting(apply, q_network, system, budget.total_timesteps),
         learn_from_batch=value_based.make_learn_from_batch(apply, optimizer.update, sequence_q_loss(system), system),
         batches=replay.sequence_batches(system, disjoint=True),
-        eval_policy=greedy_policy(apply, q_network),
+        eval_policy=evaluation_policy(apply, q_network, float(system.evaluation_epsilon)),
         eval_params=lambda slot: (slot.params.online, slot.obs_norm),
         prioritized=bool(system.prioritized_replay),
     )

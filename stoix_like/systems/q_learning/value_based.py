@@ -86,14 +86,18 @@ def make_act(apply: Callable, system: DictConfig, total_timesteps: int):
     return act
 
 
-def greedy_policy(apply: Callable):
-    """Eval policy: the best legal action under the mean (noise-free) network. Eval params: (q_params, obs_norm)."""
+def evaluation_policy(apply: Callable, epsilon: float = 0.0):
+    """Eval policy: the best legal action under the mean (noise-free) network, or, with `epsilon` > 0
+    (`system.evaluation_epsilon`), a uniformly random legal one with that probability, as evaluation protocols that
+    judge a value-based agent slightly off-greedy do (rejax: 0.005), so that an agent stuck on one action is not
+    judged stuck forever. Eval params: (q_params, obs_norm)."""
 
     def policy(eval_params, observation, key):
-        del key
         q_params, obs_norm = eval_params
         q_values = q_values_of(apply(q_params, normalization.normalize(obs_norm, observation)))
-        return masked_argmax(q_values, observation.action_mask)
+        if epsilon == 0.0:  # a Python float: greedy runs trace no random draw and stay bit-identical
+            return masked_argmax(q_values, observation.action_mask)
+        return epsilon_greedy(key, q_values, observation.action_mask, jnp.asarray(epsilon, jnp.float32))
 
     return policy
 
@@ -161,7 +165,7 @@ def make_system_setup(env: Environment, key: jax.Array, config: DictConfig, budg
         act=make_act(apply, system, budget.total_timesteps),
         learn_from_batch=make_learn_from_batch(apply, optimizer.update, q_loss, system),
         batches=replay.n_step_batches(system),
-        eval_policy=greedy_policy(apply),
+        eval_policy=evaluation_policy(apply, float(system.evaluation_epsilon)),
         eval_params=lambda slot: (slot.params.online, slot.obs_norm),
         prioritized=bool(system.prioritized_replay),
     )
