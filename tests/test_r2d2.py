@@ -114,6 +114,27 @@ def test_burn_in_warms_the_hidden_state_up_without_gradient():
     assert not np.allclose(cold, q_values)
 
 
+def test_evaluation_is_greedy_or_epsilon_greedy_over_legal_actions_at_system_evaluation_epsilon():
+    batch = 64
+    network, params, _, _ = _tiny_network_and_params(1, batch)
+    apply = r2d2.make_apply(network)
+    observation = Observation(agent_view=jax.random.normal(jax.random.PRNGKey(2), (batch, 3)),
+                              action_mask=jnp.ones((batch, 2), bool), step_count=jnp.zeros(batch, jnp.int32))
+    reset, key = jnp.ones(batch, bool), jax.random.PRNGKey(3)
+
+    def evaluated(epsilon, observation):
+        policy = r2d2.evaluation_policy(apply, network, epsilon)
+        action, _ = policy.act((params, ()), observation, reset, policy.initial_memory(batch), key)
+        return np.asarray(action)
+
+    hidden = network.recurrent_core.initial_hidden(batch)
+    _, q_values = apply(params, hidden, jax.tree_util.tree_map(lambda x: x[None], observation), reset[None])
+    np.testing.assert_array_equal(evaluated(0.0, observation), np.argmax(np.asarray(q_values[0]), axis=-1))
+    assert set(evaluated(1.0, observation).tolist()) == {0, 1}  # ε = 1: uniform over the legal actions
+    only_second = observation._replace(action_mask=jnp.asarray([[False, True]] * batch))
+    np.testing.assert_array_equal(evaluated(1.0, only_second), 1)  # ... and never an illegal one
+
+
 def test_each_actor_explores_at_its_own_epsilon():
     np.testing.assert_allclose(per_actor_epsilons(jnp.float32(0.5), 3, 2.0), [0.5, 0.25, 0.125], rtol=1e-6)
     np.testing.assert_allclose(per_actor_epsilons(jnp.float32(0.3), 4, 0.0), [0.3] * 4, rtol=1e-6)
