@@ -56,6 +56,15 @@ def epsilon_greedy(key: jax.Array, q_values: jax.Array, action_mask: jax.Array, 
     return jnp.where(explore, random_legal, greedy)
 
 
+def evaluation_action(key: jax.Array, q_values: jax.Array, action_mask: jax.Array, epsilon: float) -> jax.Array:
+    """The action a value-based agent is judged by (`system.evaluation_epsilon`): greedy over legal actions at ε = 0,
+    else ε-greedy. ε is a Python float, so a greedy evaluation traces no random draw and stays bit-identical to one
+    written before the option existed."""
+    if epsilon == 0.0:
+        return masked_argmax(q_values, action_mask)
+    return epsilon_greedy(key, q_values, action_mask, jnp.asarray(epsilon, jnp.float32))
+
+
 def perturb_action(key: jax.Array, action: jax.Array, std: float, noise_clip: float | None = None) -> jax.Array:
     """`action + ε`, ε ~ N(0, std²) (clipped to ±noise_clip if given), kept inside the normalised box [-1, 1].
 

@@ -38,12 +38,11 @@ from stoix_like.runtime.compilation_cache import jitted_init
 from stoix_like.envs.environment import Environment, example_observation
 from stoix_like.errors import ConfigError
 from stoix_like.learner.evaluator import PolicyWithMemory
-from stoix_like.learner.exploration import epsilon_greedy, epsilon_schedule, per_actor_epsilons
+from stoix_like.learner.exploration import epsilon_greedy, epsilon_schedule, evaluation_action, per_actor_epsilons
 from stoix_like.networks.factory import build_recurrent_q_network
 from stoix_like.networks.noisy import NOISE_STREAM
 from stoix_like.networks.recurrent import Hidden, RecurrentQNetwork, reset_where
 from stoix_like.ops import losses
-from stoix_like.ops.masking import masked_argmax
 from stoix_like.learner.replay import Transition
 from stoix_like.learner.system_contract import SystemSetup
 from stoix_like.systems import off_policy
@@ -96,9 +95,7 @@ def evaluation_policy(apply: Callable, q_network: RecurrentQNetwork, epsilon: fl
         q_params, obs_norm = eval_params
         hidden, q_values = apply(q_params, hidden, _one_step(normalization.normalize(obs_norm, observation)),
                                  reset[None])
-        if epsilon == 0.0:  # a Python float: greedy runs trace no random draw and stay bit-identical
-            return masked_argmax(q_values[0], observation.action_mask), hidden
-        return epsilon_greedy(key, q_values[0], observation.action_mask, jnp.asarray(epsilon, jnp.float32)), hidden
+        return evaluation_action(key, q_values[0], observation.action_mask, epsilon), hidden
 
     return PolicyWithMemory(initial_memory=q_network.recurrent_core.initial_hidden, act=act)
 

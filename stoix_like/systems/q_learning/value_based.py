@@ -28,12 +28,11 @@ from stoix_like.runtime.compilation_cache import jitted_init
 from stoix_like.learner.budget import Budget
 from stoix_like.envs.environment import DiscreteActionSpace, Environment, example_observation
 from stoix_like.errors import ConfigError
-from stoix_like.learner.exploration import epsilon_greedy, epsilon_schedule
+from stoix_like.learner.exploration import epsilon_greedy, epsilon_schedule, evaluation_action
 from stoix_like.networks.base import FeedForwardQNetwork
 from stoix_like.networks.factory import build_q_network
 from stoix_like.networks.heads import CategoricalQOutput, QuantileQOutput
 from stoix_like.networks.noisy import NOISE_STREAM
-from stoix_like.ops.masking import masked_argmax
 from stoix_like.learner.optim import make_optimizer
 from stoix_like.learner.replay import Transition
 from stoix_like.learner.system_contract import SystemSetup
@@ -95,9 +94,7 @@ def evaluation_policy(apply: Callable, epsilon: float = 0.0):
     def policy(eval_params, observation, key):
         q_params, obs_norm = eval_params
         q_values = q_values_of(apply(q_params, normalization.normalize(obs_norm, observation)))
-        if epsilon == 0.0:  # a Python float: greedy runs trace no random draw and stay bit-identical
-            return masked_argmax(q_values, observation.action_mask)
-        return epsilon_greedy(key, q_values, observation.action_mask, jnp.asarray(epsilon, jnp.float32))
+        return evaluation_action(key, q_values, observation.action_mask, epsilon)
 
     return policy
 
